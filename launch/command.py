@@ -1,0 +1,106 @@
+"""Settings → the engine's argv (never a shell string), its environment, and a copyable rendering.
+
+The rendering is made from the very argv that runs, so the preview can never drift from the launch.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from launch.settings import LaunchSettings, setting_fields
+
+EngineKind = Literal["sglang", "sim"]
+SGLANG_MODULE = "sglang.launch_server"
+SIM_MODULE = "launch.sim"
+RECORDER_DIR_ENV = "SGLANG_EXPERT_DISTRIBUTION_RECORDER_DIR"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Engine:
+    """Which program serves the model: the real sglang-kt, or m3ui's simulated engine."""
+
+    kind: EngineKind = "sglang"
+    # The engine may live in another venv; "python" is looked up on PATH at launch.
+    python: str = "python"
+
+
+@dataclass(frozen=True)
+class Command:
+    argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]
+    cwd: str | None
+
+    def shell_text(self) -> str:
+        """A copyable multi-line rendering, one flag per line, in the seed's layout."""
+        head = [*(f"{k}={shlex.quote(v)}" for k, v in self.env), *map(shlex.quote, self.argv[:3])]
+        lines = [" ".join(head)]
+        rest = list(self.argv[3:])
+        i = 0
+        while i < len(rest):
+            part = [rest[i]]
+            i += 1
+            while i < len(rest) and not rest[i].startswith("--"):
+                part.append(rest[i])
+                i += 1
+            lines.append("  " + " ".join(map(shlex.quote, part)))
+        return " \\\n".join(lines)
+
+
+class CommandError(ValueError):
+    """The settings cannot be turned into a command (e.g. unparseable extra arguments)."""
+
+
+def flag_argv(settings: LaunchSettings) -> list[str]:
+    """The flags, in table order: set values, plus the ones the seed always spells out."""
+    out: list[str] = []
+    for fld in setting_fields():
+        value = getattr(settings, fld.name)
+        spec = fld.spec
+        if spec.kind == "bool":
+            if value:
+                out.append(spec.flag)
+            continue
+        if value is None or (value == fld.default and not spec.always):
+            continue
+        out.append(spec.flag)
+        if spec.kind == "int_list":
+            out.extend(str(v) for v in value)
+        else:
+            out.append(_render_scalar(value))
+    return out + split_extra_args(settings.extra_args)
+
+
+def _render_scalar(value: object) -> str:
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def split_extra_args(text: str) -> list[str]:
+    try:
+        return shlex.split(text or "")
+    except ValueError as exc:
+        raise CommandError(f"extra arguments: {exc} (check the quotes)") from None
+
+
+def build_command(settings: LaunchSettings, engine: Engine = Engine(), run_dir: Path | None = None) -> Command:
+    """The argv and environment that launch `settings` on `engine`.
+
+    The simulated engine runs under this Python (it ships with m3ui); the recorder folder lives in the
+    run folder so that dumps are found and cleaned up with the run.
+    """
+    if engine.kind == "sim":
+        head = [sys.executable, "-m", SIM_MODULE]
+        cwd: str | None = str(REPO_ROOT)
+    else:
+        head = [engine.python, "-m", SGLANG_MODULE]
+        cwd = None
+    env: list[tuple[str, str]] = []
+    if settings.expert_distribution_recorder_mode and run_dir is not None:
+        env.append((RECORDER_DIR_ENV, str(run_dir / "recorder")))
+    return Command(tuple(head + flag_argv(settings)), tuple(env), cwd)
