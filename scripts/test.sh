@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Set up (first time) and run every check: lint, the test suite (browser tests in real Chromium) and the
+# benchmarks compared to their targets. Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh requirements-dev.txt
+if [ ! -x /usr/bin/chromium ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "browser tests need Debian's chromium: sudo apt-get install -y chromium" >&2
+  fi
+fi
+export GRADIO_ANALYTICS_ENABLED=False HF_HUB_OFFLINE=1 PYTHONDONTWRITEBYTECODE=1
+.venv/bin/ruff check .
+.venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+if [ -d benchmarks ] && [ $# -eq 0 ]; then
+  for bench in benchmarks/bench_*.py; do
+    [ -e "$bench" ] || continue
+    echo "== $bench"
+    .venv/bin/python "$bench" --check
+  done
+fi
