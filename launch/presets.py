@@ -53,10 +53,11 @@ def preset(name: str, model_path: str = PLACEHOLDER_PATH, kt_weight_path: str | 
     return factory(model_path, kt_weight_path)
 
 
-def with_expert_monitoring(settings: LaunchSettings, buffer_size: int = 2000) -> LaunchSettings:
+def with_expert_monitoring(settings: LaunchSettings, buffer_size: int = 1000) -> LaunchSettings:
     """Turn on what the expert-utilization panel needs: the `stat` recorder, GPU-residency masks and
-    /metrics. The buffer counts forward passes: a KT hybrid runs well under 200 a second, so 2000 cannot
-    wrap between two dumps a second apart, and it costs 2000 x layers x experts x 4 B (61 MB for M3)."""
+    /metrics. The buffer counts forward passes (batched requests share one): a KT hybrid runs well under
+    200 a second, so 1000 cannot wrap between dumps a few seconds apart; a dump is 1000 x layers x
+    experts x 4 B (31 MB for M3), which is also what the panel reads per dump."""
     return settings.replace(
         expert_distribution_recorder_mode="stat",
         expert_distribution_recorder_buffer_size=buffer_size,
