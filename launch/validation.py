@@ -165,8 +165,8 @@ def check_gpus(s: LaunchSettings, shape: ModelShape | None, host: HostFacts | No
 
 
 def check_memory(s: LaunchSettings, shape: ModelShape | None, host: HostFacts | None) -> Iterator[Finding]:
-    if shape is None or host is None or not host.gpu_bytes:
-        return
+    if shape is None or host is None or not host.gpu_bytes or s.tp_size < 1:
+        return  # no model, no GPU facts, or a TP size the range rule already reports
     experts = gpu_experts_per_layer(s.kt_num_gpu_experts, s.kt_gpu_experts_ratio, shape)
     plan = memory_plan(shape, tp=s.tp_size, gpu_bytes=host.gpu_bytes, mem_fraction=s.mem_fraction_static,
                        gpu_experts=experts, prefill_threshold_on=s.kt_gpu_prefill_token_threshold is not None)
