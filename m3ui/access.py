@@ -1,0 +1,82 @@
+"""Who may do what: the admin credential, optional chat-user credentials, and where admin is served.
+
+Gradio exposes every event handler to any client that reaches the app, so hiding the admin tab protects
+nothing. The admin UI is therefore a separate app with its own login, and every admin handler also checks
+the user itself (`require_admin`), so a handler reached some other way still refuses.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import os
+from dataclasses import dataclass, field
+
+ADMIN_USER = "admin"
+ADMIN_PASSWORD_ENV = "M3UI_ADMIN_PASSWORD"
+LOCAL_ADMIN = "local-admin"  # the user name given to admin actions when admin runs without a password
+
+
+class AccessDenied(PermissionError):
+    """An admin action was asked for by someone who is not the admin."""
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class AccessPolicy:
+    ui_host: str
+    admin_password: str | None = None
+    chat_users: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+
+    @classmethod
+    def from_env(cls, ui_host: str, admin_password: str | None, chat_users: tuple[tuple[str, str], ...] = ()
+                 ) -> AccessPolicy:
+        return cls(ui_host, admin_password or os.environ.get(ADMIN_PASSWORD_ENV) or None, chat_users)
+
+    @property
+    def admin_served(self) -> bool:
+        """Admin needs a password, unless only this machine can reach the app."""
+        return bool(self.admin_password) or is_loopback(self.ui_host)
+
+    @property
+    def admin_open_locally(self) -> bool:
+        return self.admin_served and not self.admin_password
+
+    def warning(self) -> str | None:
+        if self.admin_open_locally:
+            return (f"admin panel has no password: served only because the app listens on {self.ui_host}; "
+                    f"set --admin-password or {ADMIN_PASSWORD_ENV} before listening on other addresses")
+        if not self.admin_served:
+            return (f"admin panel disabled: the app listens on {self.ui_host} and no admin password is set "
+                    f"(--admin-password or {ADMIN_PASSWORD_ENV})")
+        return None
+
+    def check_admin_login(self, username: str, password: str) -> bool:
+        """Gradio's auth callable for the admin app (constant-time comparison)."""
+        if not self.admin_password:
+            return False
+        return hmac.compare_digest(username, ADMIN_USER) and hmac.compare_digest(password, self.admin_password)
+
+    def check_chat_login(self, username: str, password: str) -> bool:
+        ok = False
+        for user, secret in self.chat_users:
+            ok |= hmac.compare_digest(username, user) & hmac.compare_digest(password, secret)
+        return ok or self.check_admin_login(username, password)
+
+    def require_admin(self, username: str | None) -> str:
+        """Every admin handler calls this with the request's user; returns who acts, or raises."""
+        if not self.admin_served:
+            raise AccessDenied("the admin panel is disabled on this server")
+        if self.admin_password:
+            if username != ADMIN_USER:
+                raise AccessDenied("admin only: log in at /admin as the admin user")
+            return ADMIN_USER
+        return username or LOCAL_ADMIN

@@ -1,0 +1,165 @@
+"""Read `torch.save` files without torch: the expert recorder dumps, as numpy arrays.
+
+A dump is untrusted input (any process can drop a file in the recorder folder), so `data.pkl` is read with
+an unpickler that resolves only `torch._utils._rebuild_tensor_v2`, torch's typed storage classes and
+`collections.OrderedDict`; any other global is refused before it is imported. Tensors come back as
+read-only numpy views of the storage bytes (no copy), whatever device tag the file records (the real stat
+recorder saves from "cuda:0").
+"""
+
+from __future__ import annotations
+
+import collections
+import io
+import os
+import pickle
+import struct
+import zipfile
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from launch.sim.torch_save import STORAGE_TYPE_BY_DTYPE
+
+
+class TorchFileError(ValueError):
+    """The file is not a torch.save file this reader accepts (corrupt, truncated or unsafe)."""
+
+
+@dataclass(frozen=True)
+class _StorageType:
+    """Stands in for a `torch.<Type>Storage` class inside the pickle."""
+
+    name: str
+    dtype: np.dtype
+
+
+_STORAGE_TYPES = {name: _StorageType(name, dtype) for dtype, name in STORAGE_TYPE_BY_DTYPE.items()}
+
+
+@dataclass(frozen=True)
+class _Storage:
+    """A storage record's elements. Only persistent_load makes these, so a pickle cannot pass a strided
+    tensor off as a storage and steer the view below past the end of the real bytes."""
+
+    elements: np.ndarray
+
+
+def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks, metadata=None):
+    """The numpy view `torch._utils._rebuild_tensor_v2` would build, after checking it stays inside the storage."""
+    if not isinstance(storage, _Storage):
+        raise TorchFileError("a tensor's storage is not a persistent storage record")
+    elements = storage.elements
+    if backward_hooks or metadata:
+        raise TorchFileError("tensors with backward hooks or extra metadata are not supported")
+    if not (_is_index(storage_offset) and _is_index_tuple(size) and _is_index_tuple(stride)):
+        raise TorchFileError(f"bad tensor layout: offset={storage_offset!r} size={size!r} stride={stride!r}")
+    if len(size) != len(stride):
+        raise TorchFileError(f"tensor size {size} and stride {stride} differ in length")
+    if 0 in size:
+        return elements[:0].reshape(size)
+    last = storage_offset + sum((extent - 1) * step for extent, step in zip(size, stride, strict=True))
+    if last >= elements.size:
+        raise TorchFileError(f"tensor reaches element {last} of a storage of {elements.size}")
+    itemsize = elements.dtype.itemsize
+    return np.lib.stride_tricks.as_strided(
+        elements[storage_offset:], shape=size, strides=[step * itemsize for step in stride], writeable=False
+    )
+
+
+def _is_index(value: object) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _is_index_tuple(value: object) -> bool:
+    return isinstance(value, tuple) and all(_is_index(item) for item in value)
+
+
+class _RestrictedUnpickler(pickle.Unpickler):
+    def __init__(self, data: bytes, archive: zipfile.ZipFile, prefix: str, byteorder: str) -> None:
+        super().__init__(io.BytesIO(data))
+        self._archive = archive
+        self._prefix = prefix
+        self._byteorder = byteorder
+        self._storages: dict[str, _Storage] = {}
+
+    def find_class(self, module: str, name: str) -> object:
+        if (module, name) == ("torch._utils", "_rebuild_tensor_v2"):
+            return _rebuild_tensor_v2
+        if (module, name) == ("collections", "OrderedDict"):
+            return collections.OrderedDict
+        if module == "torch" and name in _STORAGE_TYPES:
+            return _STORAGE_TYPES[name]
+        raise TorchFileError(f"refusing to load global {module}.{name}: only plain tensors are allowed")
+
+    def persistent_load(self, pid: object) -> _Storage:
+        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):
+            raise TorchFileError(f"unexpected persistent id {pid!r:.200}")
+        _, storage_type, key, _location, numel = pid
+        if not (isinstance(storage_type, _StorageType) and isinstance(key, str) and _is_index(numel)):
+            raise TorchFileError(f"malformed storage reference {pid!r:.200}")
+        if key not in self._storages:
+            data = self._archive.read(f"{self._prefix}data/{key}")
+            dtype = storage_type.dtype.newbyteorder("<" if self._byteorder == "little" else ">")
+            if len(data) != numel * dtype.itemsize:
+                raise TorchFileError(f"storage {key} holds {len(data)} bytes, expected {numel} x {dtype}")
+            array = np.frombuffer(data, dtype=dtype)
+            self._storages[key] = _Storage(array if dtype.isnative else array.astype(dtype.newbyteorder("=")))
+        storage = self._storages[key]
+        if storage.elements.dtype != storage_type.dtype:
+            raise TorchFileError(f"storage {key} is used with two element types")
+        return storage
+
+
+def _archive_prefix(archive: zipfile.ZipFile) -> str:
+    """The one top-level folder torch.save puts every record in, with its trailing slash."""
+    pickles = [name for name in archive.namelist() if name.endswith("/data.pkl") and name.count("/") == 1]
+    if len(pickles) != 1:
+        raise TorchFileError(f"expected one <folder>/data.pkl record, found {len(pickles)}")
+    return pickles[0].removesuffix("data.pkl")
+
+
+def _read_byteorder(archive: zipfile.ZipFile, prefix: str) -> str:
+    try:
+        byteorder = archive.read(f"{prefix}byteorder").decode("ascii")
+    except KeyError:
+        return "little"  # files from before torch recorded it were little-endian in practice
+    if byteorder not in ("little", "big"):
+        raise TorchFileError(f"unknown byteorder {byteorder!r}")
+    return byteorder
+
+
+# What a damaged file can make zipfile (OSError: a seek to a bogus offset), the unpickler or numpy raise;
+# all mean "not a usable dump". The file is opened before parsing, so a missing file is not among them.
+_PARSE_ERRORS = (
+    zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, OSError, pickle.UnpicklingError, EOFError,
+    KeyError, IndexError, TypeError, ValueError, AttributeError, struct.error, zlib.error, OverflowError,
+)  # fmt: skip
+
+
+def load_tensors(path: str | os.PathLike[str]) -> dict[str, object]:
+    """The dict a torch.save file holds, tensors as read-only numpy arrays.
+
+    Raises TorchFileError for anything that is not a well-formed torch.save of a dict of plain tensors
+    and Python values; FileNotFoundError/PermissionError pass through unchanged.
+    """
+    with open(path, "rb") as file:
+        return _load_open_file(file, os.fspath(path))
+
+
+def _load_open_file(file: io.BufferedReader, path: str) -> dict[str, object]:
+    try:
+        with zipfile.ZipFile(file) as archive:
+            prefix = _archive_prefix(archive)
+            unpickler = _RestrictedUnpickler(
+                archive.read(f"{prefix}data.pkl"), archive, prefix, _read_byteorder(archive, prefix)
+            )
+            obj = unpickler.load()
+    except TorchFileError as error:
+        raise TorchFileError(f"{path}: {error}") from None
+    except _PARSE_ERRORS as error:
+        raise TorchFileError(f"{path}: not a readable torch.save file ({error!r:.300})") from error
+    if not isinstance(obj, dict):
+        raise TorchFileError(f"{path}: holds a {type(obj).__name__}, expected a dict")
+    return dict(obj)
