@@ -1,0 +1,56 @@
+"""Streaming chat client for OpenAI-compatible servers, with MiniMax-M3 / sglang-kt adapters. No Gradio."""
+
+from m3ui.client.client import ChatClient
+from m3ui.client.events import (
+    ContentDelta,
+    ErrorKind,
+    Finished,
+    FinishReason,
+    ReasoningDelta,
+    StreamError,
+    StreamEvent,
+    StreamStats,
+    ToolCall,
+    ToolCallDelta,
+    ToolCallsComplete,
+    ToolCallStarted,
+    Usage,
+)
+from m3ui.client.request import ForceTool, ToolChoice, WireMessage, WireTool
+from m3ui.client.settings import (
+    THINKING_MODES,
+    EndpointConfig,
+    GenerationSettings,
+    SettingsError,
+    ThinkingMode,
+    validate_thinking_mode,
+)
+from m3ui.client.stream import ChatStream
+
+__all__ = [
+    "THINKING_MODES",
+    "ChatClient",
+    "ChatStream",
+    "ContentDelta",
+    "EndpointConfig",
+    "ErrorKind",
+    "Finished",
+    "FinishReason",
+    "ForceTool",
+    "GenerationSettings",
+    "ReasoningDelta",
+    "SettingsError",
+    "StreamError",
+    "StreamEvent",
+    "StreamStats",
+    "ThinkingMode",
+    "ToolCall",
+    "ToolCallDelta",
+    "ToolCallStarted",
+    "ToolCallsComplete",
+    "ToolChoice",
+    "Usage",
+    "WireMessage",
+    "WireTool",
+    "validate_thinking_mode",
+]

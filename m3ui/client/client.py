@@ -1,0 +1,55 @@
+"""ChatClient: opens streaming chat completions on an OpenAI-compatible server (sglang-kt or any other)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import openai
+
+from m3ui.client.http_library import http
+from m3ui.client.request import ToolChoice, WireMessage, WireTool, chat_request_kwargs
+from m3ui.client.settings import EndpointConfig, GenerationSettings
+from m3ui.client.stream import ChatStream, SdkStream
+from m3ui.client.think_tags import InlineThinkSplitter, StrayCloserFilter
+from m3ui.client.timing import Clock
+
+
+class ChatClient:
+    """Thread-safe; one per endpoint. `stream()` returns a ChatStream that has not sent anything yet."""
+
+    def __init__(self, endpoint: EndpointConfig, clock: Clock = time.monotonic) -> None:
+        self.endpoint = endpoint
+        self._clock = clock
+        timeout = http.Timeout(endpoint.read_timeout_s, connect=endpoint.connect_timeout_s)
+        self._sdk = openai.OpenAI(
+            base_url=endpoint.base_url,
+            api_key=endpoint.api_key,
+            timeout=timeout,
+            # A chat UI retries by the user's hand; silent retries would hide a dead engine for seconds.
+            max_retries=0,
+            # No pooled connections: stop() shuts a socket down, which must never be one reused by another request.
+            http_client=openai.DefaultHttpxClient(timeout=timeout, limits=http.Limits(max_keepalive_connections=0)),
+        )
+
+    def stream(
+        self,
+        messages: Sequence[WireMessage],
+        settings: GenerationSettings,
+        tools: Sequence[WireTool] = (),
+        tool_choice: ToolChoice = "auto",
+    ) -> ChatStream:
+        kwargs = chat_request_kwargs(self.endpoint.model, messages, settings, tools, tool_choice)
+
+        def open_stream() -> SdkStream:
+            return self._sdk.chat.completions.create(**kwargs)  # type: ignore[call-overload]
+
+        return ChatStream(open_stream, self.endpoint.base_url, self._content_filter(settings), self._clock)
+
+    def _content_filter(self, settings: GenerationSettings) -> StrayCloserFilter:
+        if self.endpoint.reasoning_in_content:
+            return InlineThinkSplitter(starts_in_reasoning=settings.thinking_mode == "enabled")
+        return StrayCloserFilter()
+
+    def close(self) -> None:
+        self._sdk.close()

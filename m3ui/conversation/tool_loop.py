@@ -1,0 +1,159 @@
+"""The tool loop: ask the model, run the tools it calls, hand back the results, until it answers."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Generator, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from m3ui.client.client import ChatClient
+from m3ui.client.events import StreamError, StreamEvent, ToolCall
+from m3ui.client.request import ForceTool, ToolChoice
+from m3ui.client.settings import GenerationSettings
+from m3ui.client.stream import ChatStream
+from m3ui.conversation.assistant_builder import AssistantTurnBuilder
+from m3ui.conversation.openai_messages import to_openai_messages
+from m3ui.conversation.turns import Conversation, ToolTurn
+from m3ui.tools.executor import run_tool_calls
+from m3ui.tools.registry import ToolRegistry
+from m3ui.tools.result import ToolResult
+
+LoopOutcome = Literal["answer", "step_limit", "error", "cancelled"]
+ApprovalHook = Callable[[ToolCall], bool]  # True = run it; called before every call, in the loop's thread
+
+
+@dataclass(frozen=True)
+class StepStarted:
+    step: int  # 1-based: the n-th request to the model in this loop
+
+
+@dataclass(frozen=True)
+class ToolExecutionStarted:
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class ToolExecutionFinished:
+    result: ToolResult
+
+
+@dataclass(frozen=True)
+class LoopFinished:
+    """Always the last event; `conversation` holds every turn the loop added."""
+
+    outcome: LoopOutcome
+    conversation: Conversation
+    message: str = ""
+    error: StreamError | None = None
+
+
+LoopEvent = StreamEvent | StepStarted | ToolExecutionStarted | ToolExecutionFinished | LoopFinished
+
+
+@dataclass(frozen=True)
+class LoopOptions:
+    tool_choice: ToolChoice = "auto"
+    max_steps: int = 5
+    tool_timeout_s: float = 10.0
+    keep_reasoning: bool = False
+
+    def __post_init__(self) -> None:
+        if self.max_steps < 1 or self.tool_timeout_s <= 0:
+            raise ValueError("max_steps must be at least 1 and tool_timeout_s positive")
+
+    def choice_for_step(self, step: int) -> ToolChoice:
+        # "required" or a named tool applies to the first request only: kept on, it would force a tool call
+        # on every step and the model could never give its answer.
+        if step > 1 and (self.tool_choice == "required" or isinstance(self.tool_choice, ForceTool)):
+            return "auto"
+        return self.tool_choice
+
+
+class ToolLoop:
+    """One loop per user message. run() is a generator of LoopEvent; stop() may come from any thread."""
+
+    def __init__(
+        self,
+        client: ChatClient,
+        registry: ToolRegistry,
+        settings: GenerationSettings,
+        options: LoopOptions = LoopOptions(),
+        approve: ApprovalHook | None = None,
+    ) -> None:
+        self._client, self._registry, self._settings = client, registry, settings
+        self._options, self._approve = options, approve
+        self._stopped = threading.Event()
+        self._stream: ChatStream | None = None
+
+    def stop(self) -> None:
+        self._stopped.set()
+        if self._stream is not None:
+            self._stream.stop()
+
+    def run(self, conversation: Conversation) -> Iterator[LoopEvent]:
+        try:
+            yield from self._steps(conversation)
+        finally:
+            # Also when the UI drops this generator (Gradio's stop button): the engine must see the disconnect.
+            if self._stream is not None:
+                self._stream.stop()
+
+    def _steps(self, conversation: Conversation) -> Iterator[LoopEvent]:
+        tools = self._registry.openai_tools()
+        for step in range(1, self._options.max_steps + 1):
+            if self._stopped.is_set():
+                yield LoopFinished("cancelled", conversation, "stopped by the user")
+                return
+            yield StepStarted(step)
+            messages = to_openai_messages(conversation, self._options.keep_reasoning)
+            self._stream = self._client.stream(messages, self._settings, tools, self._options.choice_for_step(step))
+            if self._stopped.is_set():  # stop() raced with the line above
+                self._stream.stop()
+            builder = AssistantTurnBuilder()
+            for event in self._stream:
+                builder.feed(event)
+                yield event
+            if builder.error is not None:
+                yield LoopFinished("error", conversation, builder.error.message, builder.error)
+                return
+            turn = builder.build()
+            conversation = conversation.add(turn)
+            if turn.finish_reason == "cancelled":
+                yield LoopFinished("cancelled", conversation, "stopped by the user")
+                return
+            if not turn.tool_calls:
+                cut = " (cut off at max_tokens)" if turn.finish_reason == "length" else ""
+                yield LoopFinished("answer", conversation, f"answered after {step} step(s){cut}")
+                return
+            results = yield from self._execute(turn.tool_calls)
+            conversation = conversation.add(*(ToolTurn(result) for result in results))
+        limit = self._options.max_steps
+        yield LoopFinished("step_limit", conversation,
+                           f"step limit reached: the model was still calling tools after {limit} requests")
+
+    def _execute(self, calls: Sequence[ToolCall]) -> Generator[LoopEvent, None, list[ToolResult]]:
+        """Ask approval one by one, run the approved calls concurrently; results come back in call order."""
+        results: dict[int, ToolResult] = {}
+        approved: list[tuple[int, ToolCall]] = []
+        for position, call in enumerate(calls):
+            yield ToolExecutionStarted(call)
+            refusal = self._refusal(call)
+            if refusal is None:
+                approved.append((position, call))
+            else:
+                results[position] = ToolResult.error(call, refusal)
+                yield ToolExecutionFinished(results[position])
+        finished = run_tool_calls(self._registry, [call for _, call in approved], self._options.tool_timeout_s)
+        for approved_position, result in finished:
+            results[approved[approved_position][0]] = result
+            yield ToolExecutionFinished(result)
+        return [results[position] for position in sorted(results)]
+
+    def _refusal(self, call: ToolCall) -> str | None:
+        if self._approve is None:
+            return None
+        try:
+            return None if self._approve(call) else "denied by user"
+        except Exception as exc:  # a broken approval UI must deny, not crash the chat
+            return f"approval failed ({exc}); not run"

@@ -1,0 +1,76 @@
+"""Generation settings are checked on our side, before anything is sent; timing maths is exact."""
+
+from __future__ import annotations
+
+import pytest
+
+from m3ui.client import ChatClient, EndpointConfig, GenerationSettings, SettingsError, validate_thinking_mode
+from m3ui.client.timing import StreamTimer
+from tests.sse_replay import ReplayServer
+
+
+@pytest.mark.parametrize("mode", ["enabled", "disabled", "adaptive"])
+def test_the_three_thinking_modes_are_accepted(mode):
+    assert GenerationSettings(thinking_mode=mode).thinking_mode == mode
+
+
+@pytest.mark.parametrize("mode", ["enable", "on", "", "Enabled", None])
+def test_any_other_thinking_mode_is_refused_with_the_valid_choices(mode):
+    with pytest.raises(SettingsError, match="enabled, disabled, adaptive"):
+        validate_thinking_mode(mode)
+
+
+def test_a_typo_in_the_thinking_mode_never_reaches_the_server():
+    with ReplayServer([]) as server:
+        client = ChatClient(EndpointConfig(base_url=server.base_url))
+        with pytest.raises(SettingsError):
+            client.stream([{"role": "user", "content": "hi"}], GenerationSettings(thinking_mode="enable"))
+    assert server.requests == []
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"temperature": -0.1}, {"top_p": 0.0}, {"max_tokens": 0}, {"top_k": 0}, {"min_p": 1.5},
+     {"repetition_penalty": 0.0}],
+)
+def test_out_of_range_sampling_settings_are_refused(bad):
+    with pytest.raises(SettingsError, match=next(iter(bad))):
+        GenerationSettings(**bad)
+
+
+def test_defaults_are_the_reference_chat_settings_and_greedy_only_changes_temperature():
+    chat = GenerationSettings()
+    assert (chat.temperature, chat.top_p, chat.thinking_mode) == (0.6, 0.95, "adaptive")
+    greedy = chat.greedy()
+    assert greedy.temperature == 0.0 and greedy.top_p == chat.top_p and greedy.max_tokens == chat.max_tokens
+
+
+class ManualClock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_timer_measures_first_token_thinking_and_decode_speed():
+    clock = ManualClock()
+    timer = StreamTimer(clock)
+    clock.now = 100.5
+    timer.reasoning()  # first token, first reasoning
+    clock.now = 102.5
+    timer.answer()  # thinking ends
+    clock.now = 104.5
+    timer.answer()
+    clock.now = 105.0
+    stats = timer.stats(prompt_tokens=7, completion_tokens=40)
+    assert stats.time_to_first_token_s == 0.5
+    assert stats.thinking_s == 2.0
+    assert stats.decode_tokens_per_s == 10.0  # 40 tokens over 4 s from first to last token
+    assert stats.total_s == 5.0
+
+
+def test_timer_without_tokens_reports_unknown_not_zero():
+    clock = ManualClock()
+    stats = StreamTimer(clock).stats(None, None)
+    assert (stats.time_to_first_token_s, stats.thinking_s, stats.decode_tokens_per_s) == (None, None, None)
