@@ -1,0 +1,106 @@
+"""m3ui: `python app.py` starts the UI and, in the background, the engine it talks to.
+
+With no options it runs the simulated engine (no GPU needed); `--endpoint URL` attaches to a running
+OpenAI-compatible server; `--engine sglang --profile FILE` launches the real sglang-kt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import logging
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+
+DEFAULT_DATA_DIR = Path(os.environ.get("M3UI_DATA_DIR", Path.home() / ".m3ui"))
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python app.py", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--host", default="127.0.0.1", help="address the UI listens on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=7860, help="UI port (default 7860)")
+    p.add_argument("--endpoint", help="attach to a running OpenAI-compatible server, e.g. http://gpu-box:8000")
+    p.add_argument("--api-key", help="API key for --endpoint")
+    p.add_argument("--engine", choices=("sim", "sglang"), help="launch this engine (sglang needs --profile)")
+    p.add_argument("--profile", type=Path, help="launch settings saved from the admin panel or `python -m launch`")
+    p.add_argument("--admin-password", help="password of the 'admin' user (or M3UI_ADMIN_PASSWORD); without it "
+                   "the admin panel is served only on 127.0.0.1")
+    p.add_argument("--chat-user", action="append", default=[], metavar="USER:PASSWORD",
+                   help="require a login for chat (repeatable)")
+    p.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR, help=f"profiles, runs and logs "
+                   f"(default {DEFAULT_DATA_DIR})")
+    args = p.parse_args(argv)
+    if args.engine == "sglang" and not args.profile:
+        p.error("--engine sglang needs --profile FILE (save one in the admin panel or with `python -m launch`)")
+    if args.endpoint and (args.engine or args.profile):
+        p.error("--endpoint attaches to a running server: do not combine it with --engine/--profile")
+    for item in args.chat_user:
+        if ":" not in item or not item.split(":", 1)[0]:
+            p.error(f"--chat-user {item!r}: use USER:PASSWORD")
+    return args
+
+
+def start_engine(args: argparse.Namespace, services: object) -> int:
+    """Start or attach what the options ask for; non-zero when the launch was refused."""
+    from launch.command import Engine
+    from launch.findings import format_findings
+    from launch.profile import ProfileError, load_profile
+    from m3ui.services import simulated_settings, start_default_engine
+
+    link = services.link  # type: ignore[attr-defined]
+    if args.endpoint:
+        link.attach(args.endpoint.rstrip("/").removesuffix("/v1"), args.api_key)
+        return 0
+    if args.profile:
+        try:
+            prof = load_profile(args.profile)
+        except ProfileError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        engine = Engine(args.engine, prof.engine.python) if args.engine else prof.engine
+        plan = link.launch(prof.settings, engine)
+    elif args.engine == "sim":
+        plan = link.launch(simulated_settings(), Engine("sim"))
+    else:
+        plan = start_default_engine(services)  # type: ignore[arg-type]
+    if plan is not None and plan.findings:
+        print(format_findings(plan.findings), file=sys.stderr)
+    return 0 if plan is None or plan.ok else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    import uvicorn
+
+    from m3ui.access import AccessPolicy
+    from m3ui.services import AppServices
+    from m3ui.ui.app_view import build_asgi_app
+
+    users = tuple(tuple(item.split(":", 1)) for item in args.chat_user)
+    policy = AccessPolicy.from_env(args.host, args.admin_password, users)  # type: ignore[arg-type]
+    services = AppServices.create(args.data_dir, policy)
+    atexit.register(services.close)
+    try:
+        code = start_engine(args, services)
+        if code:
+            return code
+        if policy.warning():
+            logging.getLogger("m3ui").warning(policy.warning())
+        app = build_asgi_app(services)
+        shown = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
+        print(f"m3ui: http://{shown}:{args.port}/" + (f"  (admin: http://{shown}:{args.port}/admin/)"
+                                                      if policy.admin_served else ""), flush=True)
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        return 0
+    finally:
+        services.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""The one engine the app talks to: launched by the supervisor (real or simulated) or attached by URL.
+
+Views ask it two things: how the engine is doing (`status()`), and where to send chat requests
+(`endpoint()`), which exists only while the engine is ready.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from launch.command import Engine
+from launch.diagnosis import SizingContext
+from launch.preflight import LaunchPlan, plan_launch
+from launch.settings import LaunchSettings
+from launch.supervisor import EngineState, Supervisor
+from m3ui.client import EndpointConfig
+
+LinkMode = Literal["none", "simulated", "launched", "attached"]
+
+
+@dataclass(frozen=True)
+class EngineStatus:
+    mode: LinkMode
+    state: EngineState
+    ready: bool
+    simulated: bool
+    phase_detail: str
+    progress: float
+    elapsed: float
+    url: str | None
+    model: str | None
+    diagnosis: str | None
+
+    @property
+    def label(self) -> str:
+        """One line for the header: what runs, and how far it is."""
+        kind = {"simulated": "Simulated engine", "launched": "sglang-kt", "attached": "External engine",
+                "none": "No engine"}[self.mode]
+        if self.ready:
+            return f"{kind} ready — {self.model or '?'} at {self.url}"
+        if self.state is EngineState.FAILED:
+            return f"{kind} failed — {self.phase_detail}"
+        if self.state is EngineState.STARTING:
+            return f"{kind} starting ({self.progress:.0%}) — {self.phase_detail}"
+        return f"{kind} {self.state.value}"
+
+
+class EngineLink:
+    def __init__(self, supervisor: Supervisor) -> None:
+        self.supervisor = supervisor
+        self._lock = threading.Lock()
+        self._mode: LinkMode = "none"
+        self._api_key: str | None = None
+        self._settings: LaunchSettings | None = None
+        self._engine: Engine | None = None
+
+    @property
+    def settings(self) -> LaunchSettings | None:
+        """The settings of the engine launched last (None when attached or never launched)."""
+        return self._settings
+
+    @property
+    def engine(self) -> Engine | None:
+        return self._engine
+
+    def launch(self, settings: LaunchSettings, engine: Engine) -> LaunchPlan:
+        """Preflight, then start in the background; a plan with errors starts nothing."""
+        plan = plan_launch(settings, engine, run_dir=None)
+        if not plan.ok:
+            return plan
+        sizing = (SizingContext(plan.shape, plan.host.gpu_bytes)
+                  if plan.shape is not None and plan.host.gpu_bytes else None)
+        self.supervisor.start(settings, engine, moe_layers=plan.shape.num_moe_layers if plan.shape else None,
+                              sizing=sizing)
+        with self._lock:
+            self._mode = "simulated" if engine.kind == "sim" else "launched"
+            self._api_key, self._settings, self._engine = settings.api_key, settings, engine
+        return plan
+
+    def adopted(self, settings: LaunchSettings, engine: Engine) -> None:
+        """The supervisor re-attached an engine an earlier app run started with these settings."""
+        with self._lock:
+            self._mode = "simulated" if engine.kind == "sim" else "launched"
+            self._api_key, self._settings, self._engine = settings.api_key, settings, engine
+
+    def attach(self, url: str, api_key: str | None) -> None:
+        self.supervisor.attach(url, api_key)
+        with self._lock:
+            self._mode, self._api_key, self._settings, self._engine = "attached", api_key, None, None
+
+    def stop(self) -> None:
+        self.supervisor.stop()
+
+    def status(self) -> EngineStatus:
+        snap = self.supervisor.snapshot(log_lines=0)
+        ready = snap.state is EngineState.READY
+        models = snap.readiness.model_ids if snap.readiness else ()
+        return EngineStatus(
+            mode=self._mode,
+            state=snap.state, ready=ready, simulated=self._mode == "simulated", phase_detail=snap.phase_detail,
+            progress=snap.progress, elapsed=snap.elapsed, url=snap.url, model=models[0] if models else None,
+            diagnosis=snap.diagnosis.render() if snap.diagnosis else None,
+        )
+
+    def endpoint(self) -> EndpointConfig | None:
+        """Where chat requests go, or None while the engine is not ready."""
+        status = self.status()
+        if not status.ready or not status.url:
+            return None
+        return EndpointConfig(base_url=f"{status.url}/v1", model=status.model or "default",
+                              api_key=self._api_key or "EMPTY")
+
+    def recorder_dir(self) -> Path | None:
+        """The local folder the launched engine dumps expert statistics into (None when attached)."""
+        snap = self.supervisor.snapshot(log_lines=0)
+        if self._mode in ("simulated", "launched") and snap.run_dir is not None:
+            return snap.run_dir / "recorder"
+        return None

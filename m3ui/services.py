@@ -1,0 +1,68 @@
+"""The app's long-lived objects, made once at start and shared by every view and browser session."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from launch.command import Engine
+from launch.model_config import BUNDLED_M3_CONFIG
+from launch.preflight import LaunchPlan, free_port
+from launch.presets import preset, with_expert_monitoring
+from launch.profile import ProfileStore
+from launch.run_state import read_run_state
+from launch.settings import LaunchSettings
+from launch.supervisor import EngineState, RecoveryAction, Supervisor, recover
+from m3ui.access import AccessPolicy
+from m3ui.engine_link import EngineLink
+
+log = logging.getLogger("m3ui")
+
+
+@dataclass
+class AppServices:
+    data_dir: Path
+    policy: AccessPolicy
+    supervisor: Supervisor
+    link: EngineLink
+    profiles: ProfileStore
+
+    @classmethod
+    def create(cls, data_dir: Path, policy: AccessPolicy) -> AppServices:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        runs = data_dir / "runs"
+        supervisor = Supervisor(runs)
+        link = EngineLink(supervisor)
+        # An engine a killed app left running is re-attached (never orphaned, never started twice).
+        result = recover(runs, adopt_into=supervisor)
+        if result.action is RecoveryAction.ATTACHED:
+            state = read_run_state(runs)
+            if state is not None:
+                link.adopted(state.settings, state.engine)
+        if result.action is not RecoveryAction.NOTHING:
+            log.warning("recovery: %s", result.message)
+        return cls(data_dir, policy, supervisor, link, ProfileStore(data_dir / "profiles"))
+
+    def close(self) -> None:
+        self.supervisor.close()
+
+
+def simulated_settings(port: int | None = None) -> LaunchSettings:
+    """The single-GPU reference preset on the bundled M3-shaped config, with expert monitoring on,
+    listening on loopback only."""
+    bundled = str(BUNDLED_M3_CONFIG.parent)
+    return with_expert_monitoring(preset("single-gpu", bundled)).replace(
+        host="127.0.0.1", port=port or free_port())
+
+
+def start_default_engine(services: AppServices) -> LaunchPlan | None:
+    """A profile marked to start with the app, else the simulated engine (nothing when one was
+    re-attached at start)."""
+    if services.supervisor.state is not EngineState.STOPPED:
+        return None
+    profile = services.profiles.startup_profile()
+    if profile is not None:
+        log.info("starting profile %r (%s engine)", profile.name, profile.engine.kind)
+        return services.link.launch(profile.settings, profile.engine)
+    return services.link.launch(simulated_settings(), Engine("sim"))
