@@ -106,9 +106,13 @@ def cmd_advise(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from launch.preflight import plan_launch
+    from launch.recovery import recover
     from launch.supervisor import Supervisor, install_signal_handlers
 
     settings, engine = resolve(args)
+    left = recover(args.run_root)  # an engine a killed earlier `serve` left running: stop it first
+    if left.pid is not None:
+        print(f"recovery: {left.message}", flush=True)
     plan = plan_launch(settings, engine)
     if plan.findings:
         print(format_findings(plan.findings))
@@ -121,10 +125,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         while True:
             snap = supervisor.snapshot()
-            line = f"[{snap.elapsed:6.1f}s] {snap.state.value}: {snap.phase_detail}"
-            if line != last:
-                print(line, flush=True)
-                last = line
+            now = f"{snap.state.value}: {snap.phase_detail}"
+            if now != last:
+                print(f"[{snap.elapsed:6.1f}s] {now}", flush=True)
+                last = now
             if snap.state.value == "failed":
                 if snap.diagnosis:
                     print(snap.diagnosis.render(), flush=True)

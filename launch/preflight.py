@@ -13,6 +13,7 @@ from launch.findings import Finding, has_errors
 from launch.hardware import HardwareReport, detect_hardware
 from launch.model_config import ModelConfigError, ModelShape, load_model_shape
 from launch.settings import LaunchSettings
+from launch.sim.config import SimConfigError, load_sim_config
 from launch.validation import HostFacts, validate
 
 ENGINE_PACKAGES = ("sglang-kt", "kt-kernel")
@@ -44,10 +45,8 @@ def host_facts(report: HardwareReport) -> HostFacts:
 
 
 def simulated_host(settings: LaunchSettings) -> HostFacts:
-    """The simulated engine's hardware, as it will see it (same environment variables)."""
-    from launch.sim.config import SimHardware
-
-    hw = SimHardware.from_env(settings.tp_size)
+    """The simulated engine's hardware, as it will see it (the same M3UI_SIM_* environment variables)."""
+    hw = load_sim_config(max(1, settings.tp_size))
     return HostFacts(gpu_count=hw.gpu_count, gpu_bytes=hw.gpu_bytes, compute_capability=(9, 0),
                      physical_cores=None, logical_cores=None, numa_node_ids=(), ram_bytes=hw.ram_bytes,
                      simulated=True)
@@ -130,7 +129,12 @@ def plan_launch(settings: LaunchSettings, engine: Engine, *, run_dir: Path | Non
     shape, findings = check_model_path(settings)
     findings += check_paths(settings, engine)
     if engine.kind == "sim":
-        host = simulated_host(settings)
+        try:
+            host = simulated_host(settings)
+        except SimConfigError as exc:
+            return LaunchPlan((*findings, Finding("error", None, str(exc), "fix or unset the variable",
+                                                  check="sim_config")), shape, HostFacts(0, None, None, None,
+                                                                                        None, (), None), None)
     else:
         report = report or detect_hardware(engine.python)
         host = host_facts(report)

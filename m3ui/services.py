@@ -11,9 +11,10 @@ from launch.model_config import BUNDLED_M3_CONFIG
 from launch.preflight import LaunchPlan, free_port
 from launch.presets import preset, with_expert_monitoring
 from launch.profile import ProfileStore
+from launch.recovery import RecoveryAction, recover
 from launch.run_state import read_run_state
 from launch.settings import LaunchSettings
-from launch.supervisor import EngineState, RecoveryAction, Supervisor, recover
+from launch.supervisor import EngineState, Supervisor
 from m3ui.access import AccessPolicy
 from m3ui.engine_link import EngineLink
 

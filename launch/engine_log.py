@@ -1,0 +1,74 @@
+"""Following the engine's log file: new bytes → whole lines, kept in a ring buffer like a terminal shows them.
+
+tqdm redraws its bar with `\\r`; a terminal overwrites the line, so the ring buffer does too (the phase
+parser still sees every update). The file itself keeps every byte.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from pathlib import Path
+
+DEFAULT_MAX_LINES = 5000
+_READ_CHUNK = 16 << 20  # per call: a re-attach replays a long log over a few ticks
+_MAX_PENDING = 1 << 16  # a "line" longer than this is cut, so a runaway write cannot grow memory
+_BREAK = re.compile(rb"\r\n|\n|\r")
+
+
+class LogFollower:
+    """Reads what was appended to a log file since the last `read_new()`. Not thread-safe: one reader."""
+
+    def __init__(self, path: Path, max_lines: int = DEFAULT_MAX_LINES) -> None:
+        self.path = path
+        self.lines: deque[str] = deque(maxlen=max_lines)
+        self._offset = 0
+        self._pending = b""
+        self._overwrite_last = False  # the last line ended in `\r`: the next one replaces it
+
+    def read_new(self, final: bool = False) -> list[str]:
+        """The lines (and tqdm updates) completed since the last call; `final` also flushes a last
+        unterminated line, for when the writer has exited."""
+        data = self._read_bytes()
+        out: list[str] = []
+        buf = self._pending + data
+        # A `\r` at the very end may be the first half of a `\r\n` still being written.
+        scan = buf[:-1] if buf.endswith(b"\r") and not final else buf
+        start = 0
+        for match in _BREAK.finditer(scan):
+            self._emit(buf[start:match.start()], match.group() == b"\r", out)
+            start = match.end()
+        self._pending = buf[start:]
+        if len(self._pending) > _MAX_PENDING or (final and self._pending):
+            self._emit(self._pending, False, out)
+            self._pending = b""
+        return out
+
+    def tail(self, n: int, contains: str | None = None) -> tuple[str, ...]:
+        """The last `n` lines, optionally only those containing `contains` (case-insensitive)."""
+        lines = list(self.lines)
+        if contains:
+            needle = contains.lower()
+            lines = [line for line in lines if needle in line.lower()]
+        return tuple(lines[-n:]) if n > 0 else ()
+
+    def _read_bytes(self) -> bytes:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self._offset)
+                data = f.read(_READ_CHUNK)
+        except OSError:
+            return b""
+        self._offset += len(data)
+        return data
+
+    def _emit(self, raw: bytes, carriage_return: bool, out: list[str]) -> None:
+        if not raw.strip():
+            return  # tqdm's leading `\r`, blank lines
+        line = raw.decode("utf-8", errors="replace")
+        out.append(line)
+        if self._overwrite_last and self.lines:
+            self.lines[-1] = line
+        else:
+            self.lines.append(line)
+        self._overwrite_last = carriage_return

@@ -1,0 +1,63 @@
+"""Is the engine ready? `/health` answers 200 AND `/v1/models` lists a model — an open port is not enough.
+
+sglang answers `/health` 503 until its warm-up request ends; `/health` is never behind the API key but
+`/v1/models` is (ENGINE_CONTRACT.md §3). The probe never raises: a failure is data with its reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import httpx
+
+from launch.settings import LaunchSettings
+
+PROBE_TIMEOUT_S = 2.0
+_WILDCARD_HOSTS = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}
+
+
+@dataclass(frozen=True)
+class Readiness:
+    ready: bool
+    health_status: int | None = None
+    models_status: int | None = None
+    model_ids: tuple[str, ...] = ()
+    error: str | None = None  # why not ready, when it is not
+
+
+def engine_url(settings: LaunchSettings) -> str:
+    """Where to reach an engine started with `settings` from this machine (a wildcard host → loopback)."""
+    host = _WILDCARD_HOSTS.get(settings.host, settings.host)
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{settings.port}"
+
+
+def probe_readiness(base_url: str, api_key: str | None = None, timeout_s: float = PROBE_TIMEOUT_S) -> Readiness:
+    """One readiness check of the engine at `base_url` (e.g. http://127.0.0.1:30000)."""
+    base = base_url.rstrip("/")
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        with httpx.Client(timeout=timeout_s, trust_env=False) as client:
+            health = client.get(f"{base}/health")
+            if health.status_code != 200:
+                return Readiness(False, health.status_code, error=f"/health answered {health.status_code}")
+            models = client.get(f"{base}/v1/models", headers=headers)
+    except httpx.HTTPError as exc:
+        return Readiness(False, error=f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+    if models.status_code != 200:
+        return Readiness(False, 200, models.status_code, error=f"/v1/models answered {models.status_code}")
+    ids = _model_ids(models)
+    if not ids:
+        return Readiness(False, 200, 200, error="/v1/models lists no model")
+    return Readiness(True, 200, 200, ids)
+
+
+def _model_ids(response: httpx.Response) -> tuple[str, ...]:
+    try:
+        data = response.json().get("data")
+    except (ValueError, AttributeError):
+        return ()
+    if not isinstance(data, list):
+        return ()
+    return tuple(str(m["id"]) for m in data if isinstance(m, dict) and m.get("id") is not None)

@@ -1,0 +1,405 @@
+"""Supervising one engine: start it, follow its phases, prove it ready, stop it, explain why it died.
+
+One watcher thread per run does everything on a tick: drain the log file into the ring buffer and the
+phase tracker, poll the process, and (once the log says the HTTP server is up) probe `/health` +
+`/v1/models` until ready, within an overall start-up timeout. "Attach" mode supervises no process and
+only probes an external endpoint. The state file (launch/run_state.py) lets a restarted app re-attach
+to, or clean up, an engine it left running (launch/recovery.py).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Literal
+
+from launch.command import Command, Engine, build_command
+from launch.diagnosis import Diagnosis, FailureCause, SizingContext, diagnose, timeout_diagnosis
+from launch.engine_log import LogFollower
+from launch.health import Readiness, engine_url, probe_readiness
+from launch.phases import PHASE_ORDER, Phase, PhaseTracker
+from launch.process_group import create_time, is_running, spawn, surviving_group, terminate_group
+from launch.run_state import RunState, clear_run_state, read_run_state, write_run_state
+from launch.settings import LaunchSettings
+
+DEFAULT_STARTUP_TIMEOUT_S = 3600.0  # M3 reads ~465 GB of experts into CPU RAM before serving
+TICK_S = 0.2
+READY_PROBE_INTERVAL_S = 2.0
+WAITING_PROBE_INTERVAL_S = 0.5  # an attached endpoint that is not answering yet
+EXIT_CLEANUP_GRACE_S = 3.0
+LOG_FILE_NAME = "engine.log"
+COMMAND_FILE_NAME = "command.sh"
+_SECRET_MASK = "********"
+
+
+class EngineState(Enum):
+    STOPPED = "stopped"
+    STARTING = "starting"
+    READY = "ready"
+    FAILED = "failed"
+    STOPPING = "stopping"
+
+
+Mode = Literal["idle", "managed", "attached"]
+_ACTIVE = (EngineState.STARTING, EngineState.READY, EngineState.STOPPING)
+
+
+class EngineBusyError(RuntimeError):
+    """An engine is already running (here, or left by an earlier app)."""
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    run_dir: Path
+    log_path: Path
+    pid: int
+    url: str
+    command: Command
+    started_at: float  # epoch seconds
+
+
+@dataclass(frozen=True)
+class SupervisorSnapshot:
+    state: EngineState
+    mode: Mode
+    phase: Phase | None
+    progress: float  # overall start-up progress, 0..1
+    phase_detail: str
+    elapsed: float  # seconds since the run started (0 when none)
+    pid: int | None
+    url: str | None
+    run_dir: Path | None
+    diagnosis: Diagnosis | None
+    log_lines: tuple[str, ...]
+    exit_code: int | None
+    readiness: Readiness | None
+
+
+@dataclass
+class _Run:
+    """Mutable bookkeeping of one run; guarded by the supervisor's lock."""
+
+    mode: Mode
+    url: str
+    api_key: str | None
+    started_at: float
+    tracker: PhaseTracker
+    settings: LaunchSettings | None = None
+    engine: Engine | None = None
+    moe_layers: int | None = None
+    sizing: SizingContext | None = None
+    info: RunInfo | None = None
+    popen: subprocess.Popen[bytes] | None = None  # None for an adopted engine (not our child)
+    pid: int | None = None
+    pgid: int | None = None
+    create_time: float = 0.0
+    follower: LogFollower | None = None
+    ended_at: float | None = None
+    exit_code: int | None = None
+    diagnosis: Diagnosis | None = None
+    readiness: Readiness | None = None
+    stop_event: threading.Event = field(default_factory=threading.Event)
+    thread: threading.Thread | None = None
+
+
+class Supervisor:
+    """Starts and watches at most one engine; every method is safe to call from any thread."""
+
+    def __init__(self, run_root: Path, *, startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S,
+                 tick_s: float = TICK_S) -> None:
+        self.run_root = Path(run_root)
+        self.startup_timeout_s = startup_timeout_s
+        self.tick_s = tick_s
+        self._lock = threading.RLock()  # re-entrant: a signal handler may close() mid-snapshot
+        self._changed = threading.Condition(self._lock)
+        self._state = EngineState.STOPPED
+        self._run: _Run | None = None
+        self._closed = False
+
+    # --- starting ------------------------------------------------------------------------------
+
+    def start(self, settings: LaunchSettings, engine: Engine | None = None, *, moe_layers: int | None = None,
+              sizing: SizingContext | None = None) -> RunInfo:
+        """Launch `settings` on `engine` in a new runs/<timestamp>/ folder. `moe_layers` (or `sizing`)
+        turns KT's per-layer load lines into progress; `sizing` lets a diagnosis compute expert counts."""
+        engine = engine or Engine()
+        with self._lock:
+            self._check_can_start()
+            run_dir = self._new_run_dir()
+            command = build_command(settings, engine, run_dir)
+            masked = settings.replace(api_key=_SECRET_MASK) if settings.api_key else settings
+            (run_dir / COMMAND_FILE_NAME).write_text(build_command(masked, engine, run_dir).shell_text() + "\n")
+            log_path = run_dir / LOG_FILE_NAME
+            if moe_layers is None and sizing is not None:
+                moe_layers = sizing.shape.num_moe_layers
+            url = engine_url(settings)
+            popen = spawn(command, log_path)
+            try:
+                info = RunInfo(run_dir, log_path, popen.pid, url, command, time.time())
+                run = _Run(mode="managed", url=url, api_key=settings.api_key, started_at=info.started_at,
+                           tracker=PhaseTracker(moe_layers), settings=settings, engine=engine,
+                           moe_layers=moe_layers, sizing=sizing, info=info, popen=popen, pid=popen.pid,
+                           pgid=popen.pid, create_time=create_time(popen.pid) or 0.0,
+                           follower=LogFollower(log_path))
+                self._begin(run)
+            except BaseException:  # e.g. Ctrl-C right here: no engine may outlive a failed start
+                terminate_group(popen.pid, 0.0, popen)
+                raise
+            return info
+
+    def attach(self, url: str, api_key: str | None = None) -> None:
+        """Watch an engine someone else runs: no process, only readiness probes of `url`."""
+        with self._lock:
+            self._check_can_start()
+            tracker = PhaseTracker()
+            tracker.detail = f"waiting for {url}"
+            self._begin(_Run(mode="attached", url=url.rstrip("/"), api_key=api_key, started_at=time.time(),
+                             tracker=tracker))
+
+    def adopt(self, state: RunState) -> None:
+        """Supervise an engine an earlier app started (see launch/recovery.py); its log is replayed to
+        rebuild the phases."""
+        with self._lock:
+            self._check_can_start(ignore_state_file=True)
+            log_path = state.run_dir / LOG_FILE_NAME
+            command = build_command(state.settings, state.engine, state.run_dir)
+            info = RunInfo(state.run_dir, log_path, state.pid, state.url, command, state.create_time)
+            run = _Run(mode="managed", url=state.url, api_key=state.settings.api_key, started_at=state.create_time,
+                       tracker=PhaseTracker(state.moe_layers), settings=state.settings, engine=state.engine,
+                       moe_layers=state.moe_layers, info=info, pid=state.pid, pgid=state.pgid,
+                       create_time=state.create_time, follower=LogFollower(log_path))
+            self._begin(run)
+
+    def _check_can_start(self, ignore_state_file: bool = False) -> None:
+        if self._closed:
+            raise RuntimeError("the supervisor is closed")
+        if self._state in _ACTIVE:
+            raise EngineBusyError(f"an engine is already {self._state.value}; stop it first")
+        if ignore_state_file:
+            return
+        previous = read_run_state(self.run_root)
+        if previous is not None and surviving_group(previous.pgid, previous.create_time):
+            raise EngineBusyError(
+                f"the engine an earlier run started (pid {previous.pid}, {previous.run_dir}) is still running; "
+                "launch.recovery.recover() it first")
+        clear_run_state(self.run_root)
+
+    def _new_run_dir(self) -> Path:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        for n in range(1000):
+            path = self.run_root / "runs" / (stamp if n == 0 else f"{stamp}-{n}")
+            try:
+                path.mkdir(parents=True)
+                return path
+            except FileExistsError:
+                continue
+        raise RuntimeError(f"cannot create a run folder under {self.run_root / 'runs'}")
+
+    def _begin(self, run: _Run) -> None:
+        self._run = run
+        self._state = EngineState.STARTING
+        if run.mode == "managed":
+            self._write_state_file(run)
+        run.thread = threading.Thread(target=self._watch, args=(run,), name="engine-watcher", daemon=True)
+        run.thread.start()
+        self._changed.notify_all()
+
+    def _write_state_file(self, run: _Run) -> None:
+        assert run.info and run.settings and run.engine and run.pid and run.pgid
+        me = os.getpid()
+        write_run_state(self.run_root, RunState(
+            run.pid, run.pgid, run.create_time, me, create_time(me) or 0.0, run.info.run_dir, run.url,
+            run.settings, run.engine, run.moe_layers))
+
+    # --- watching ------------------------------------------------------------------------------
+
+    def _watch(self, run: _Run) -> None:
+        try:
+            self._watch_loop(run)
+        except Exception as exc:  # a bug here must show as a failure, not as "starting" forever
+            if run.pgid is not None:
+                terminate_group(run.pgid, EXIT_CLEANUP_GRACE_S, run.popen)
+            with self._lock:
+                if not run.stop_event.is_set():
+                    run.diagnosis = Diagnosis(FailureCause.UNKNOWN, f"Supervision failed: {exc!r}",
+                                              "The engine was stopped because m3ui lost track of it.", ())
+                    self._finish(run, EngineState.FAILED)
+
+    def _watch_loop(self, run: _Run) -> None:
+        next_probe = 0.0
+        while not run.stop_event.wait(self.tick_s):
+            if run.mode == "managed":
+                self._drain(run)
+                if not self._alive(run):
+                    self._on_exit(run)
+                    return
+                if time.time() - run.started_at > self.startup_timeout_s and self._state is EngineState.STARTING:
+                    self._on_timeout(run)
+                    return
+            if time.monotonic() >= next_probe and self._probe_due(run):
+                self._on_probe(run, probe_readiness(run.url, run.api_key))
+                next_probe = time.monotonic() + self._probe_interval(run)
+
+    def _drain(self, run: _Run, final: bool = False) -> None:
+        assert run.follower is not None
+        with self._lock:
+            for line in run.follower.read_new(final):
+                run.tracker.feed(line)
+
+    def _alive(self, run: _Run) -> bool:
+        if run.popen is not None:
+            return run.popen.poll() is None
+        return run.pid is not None and is_running(run.pid, run.create_time)
+
+    def _probe_due(self, run: _Run) -> bool:
+        """sglang serves HTTP only after warm-up begins; probing earlier could find another server on a
+        busy port and call it ready."""
+        warm = PHASE_ORDER.index(run.tracker.phase) >= PHASE_ORDER.index(Phase.WARMUP)
+        return run.mode == "attached" or warm
+
+    def _probe_interval(self, run: _Run) -> float:
+        if self._state is EngineState.READY:
+            return READY_PROBE_INTERVAL_S
+        return WAITING_PROBE_INTERVAL_S if run.mode == "attached" else 0.0  # our own engine: every tick
+
+    def _on_probe(self, run: _Run, result: Readiness) -> None:
+        with self._lock:
+            if run is not self._run or run.stop_event.is_set():
+                return
+            run.readiness = result
+            if result.ready and self._state is EngineState.STARTING:
+                self._state = EngineState.READY
+                run.tracker.mark_ready()
+            elif run.mode == "attached" and not result.ready:
+                self._state = EngineState.STARTING
+                run.tracker.detail = f"waiting for {run.url}: {result.error}"
+            self._changed.notify_all()
+
+    def _on_exit(self, run: _Run) -> None:
+        with self._lock:
+            if run.stop_event.is_set():
+                return
+        assert run.pgid is not None
+        terminate_group(run.pgid, EXIT_CLEANUP_GRACE_S, run.popen)  # its children must not outlive it
+        self._drain(run, final=True)
+        with self._lock:
+            if run.stop_event.is_set():
+                return
+            run.exit_code = run.popen.returncode if run.popen is not None else None
+            assert run.follower is not None and run.settings is not None
+            run.diagnosis = diagnose(list(run.follower.lines), run.settings, phase=run.tracker.phase,
+                                     exit_code=run.exit_code, sizing=run.sizing)
+            self._finish(run, EngineState.FAILED)
+
+    def _on_timeout(self, run: _Run) -> None:
+        assert run.pgid is not None and run.follower is not None
+        terminate_group(run.pgid, EXIT_CLEANUP_GRACE_S, run.popen)
+        self._drain(run, final=True)
+        with self._lock:
+            if run.stop_event.is_set():
+                return
+            run.diagnosis = timeout_diagnosis(list(run.follower.lines), run.tracker.phase,
+                                              time.time() - run.started_at)
+            self._finish(run, EngineState.FAILED)
+
+    def _finish(self, run: _Run, state: EngineState) -> None:
+        run.ended_at = time.time()
+        self._state = state
+        if run.mode == "managed":
+            clear_run_state(self.run_root)
+        self._changed.notify_all()
+
+    # --- stopping ------------------------------------------------------------------------------
+
+    def stop(self, grace: float = 10.0) -> None:
+        """Stop the engine (SIGTERM to its group, SIGKILL after `grace` s), or detach from an attached one."""
+        with self._lock:
+            run = self._run
+            if run is None or self._state not in (EngineState.STARTING, EngineState.READY):
+                return
+            self._state = EngineState.STOPPING
+            run.stop_event.set()
+            self._changed.notify_all()
+        if run.mode == "managed":
+            assert run.pgid is not None
+            terminate_group(run.pgid, grace, run.popen)
+        if run.thread is not None and run.thread is not threading.current_thread():
+            run.thread.join(timeout=grace + 10)
+        if run.mode == "managed":
+            self._drain(run, final=True)
+        with self._lock:
+            run.exit_code = run.popen.returncode if run.popen is not None else None
+            self._finish(run, EngineState.STOPPED)
+
+    def restart(self, grace: float = 10.0) -> RunInfo:
+        """Stop, then start again with the same settings."""
+        with self._lock:
+            run = self._run
+            if run is None or run.settings is None or run.engine is None:
+                raise RuntimeError("no engine was started here, so there is nothing to restart")
+        self.stop(grace)
+        return self.start(run.settings, run.engine, moe_layers=run.moe_layers, sizing=run.sizing)
+
+    def close(self, grace: float = 10.0) -> None:
+        """At app exit: stop the engine (or detach) and refuse further starts. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self.stop(grace)
+
+    # --- observing -----------------------------------------------------------------------------
+
+    def snapshot(self, log_lines: int = 50) -> SupervisorSnapshot:
+        with self._lock:
+            run, state = self._run, self._state
+            if run is None:
+                return SupervisorSnapshot(state, "idle", None, 0.0, "no engine", 0.0, None, None, None, None, (),
+                                          None, None)
+            detail = run.tracker.detail if state in (EngineState.STARTING, EngineState.FAILED) else state.value
+            return SupervisorSnapshot(
+                state, run.mode, run.tracker.phase if run.mode == "managed" else None, run.tracker.progress,
+                detail, (run.ended_at or time.time()) - run.started_at, run.pid, run.url,
+                run.info.run_dir if run.info else None, run.diagnosis, self.log_tail(log_lines),
+                run.exit_code, run.readiness)
+
+    def log_tail(self, n: int = 200, filter: str | None = None) -> tuple[str, ...]:
+        with self._lock:
+            run = self._run
+            if run is None or run.follower is None:
+                return ()
+            return run.follower.tail(n, filter)
+
+    @property
+    def state(self) -> EngineState:
+        return self._state
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Block until ready (True), or failed/stopped/timed out (False)."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._state not in (EngineState.STARTING,), timeout)
+            return self._state is EngineState.READY
+
+
+def install_signal_handlers(supervisor: Supervisor) -> None:
+    """For an app's or CLI's main thread: SIGINT/SIGTERM and normal exit stop the engine first, then the
+    previous handler runs (SIGINT still raises KeyboardInterrupt)."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous = signal.getsignal(sig)
+
+        def handler(signum: int, frame: object, previous: object = previous) -> None:
+            supervisor.close()
+            if callable(previous):
+                previous(signum, frame)
+            elif previous != signal.SIG_IGN:
+                raise SystemExit(128 + signum)
+
+        signal.signal(sig, handler)
+    atexit.register(supervisor.close)
