@@ -1,0 +1,130 @@
+"""The simulated engine's HTTP surface (FastAPI), as sglang-kt 0.7.2's http_server.py serves it.
+
+Auth (utils/auth.py): with --api-key every route needs `Authorization: Bearer KEY` except /health* and
+/metrics*, else `401 {"error": "Unauthorized"}`. Schema errors are 400 with sglang's ErrorResponse body (type
+"Bad Request"), not FastAPI's 422. The expert recorder routes answer plain text; without a recorder mode they take the
+whole server down, as the real scheduler's exception does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+from http import HTTPStatus
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from pydantic import ValidationError
+
+from launch.sim import failures, info
+from launch.sim.args import SimArgs
+from launch.sim.chat_route import chat_completions, error_response
+from launch.sim.engine import Engine
+from launch.sim.recorder import NOT_CONFIGURED_MESSAGE
+from launch.sim.request import ChatRequest
+
+OPEN_PREFIXES = ("/health", "/metrics")
+RECORDER_ACTIONS = {
+    "start_expert_distribution_record": ("start", "Start recording the expert distribution.\n"),
+    "stop_expert_distribution_record": ("stop", "Stop recording the expert distribution.\n"),
+    "dump_expert_distribution_record": ("dump", "Dump expert distribution record.\n"),
+}
+
+
+class ApiKeyMiddleware:
+    """ASGI middleware (not BaseHTTPMiddleware) so that client disconnects still reach the stream."""
+
+    def __init__(self, app: Any, api_key: str) -> None:
+        self.app = app
+        self.api_key = api_key
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and not self._allowed(scope):
+            await JSONResponse({"error": "Unauthorized"}, status_code=401)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def _allowed(self, scope: dict[str, Any]) -> bool:
+        if scope["method"] == "OPTIONS" or scope["path"].startswith(OPEN_PREFIXES):
+            return True
+        header = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+        kind, _, token = header.partition(" ")
+        return kind.lower() == "bearer" and secrets.compare_digest(token, self.api_key)
+
+
+def _validation_message(exc: ValidationError) -> str:
+    text, errors = str(exc), str(exc.errors())
+    return f"{text} {errors}" if errors and errors != text else text
+
+
+def _recorder_route(engine: Engine, method: str, text: str) -> Any:
+    async def route() -> Response:
+        if engine.recorder is None:
+            trace = failures.traceback_text((failures.SCHEDULER_FRAME,), f"Exception: {NOT_CONFIGURED_MESSAGE}")
+            failures.running_scheduler_crash(engine.log, trace)
+        await asyncio.to_thread(getattr(engine.recorder, method))  # a dump writes up to tens of MB
+        return PlainTextResponse(text)
+
+    return route
+
+
+def create_app(engine: Engine, args: SimArgs) -> FastAPI:
+    app = FastAPI(openapi_url=None)
+    if engine.plan.settings.api_key:
+        app.add_middleware(ApiKeyMiddleware, api_key=engine.plan.settings.api_key)
+
+    @app.get("/health")
+    @app.get("/health_generate")
+    async def health() -> Response:
+        return Response(status_code=200 if engine.ready else 503)
+
+    @app.get("/model_info")
+    @app.get("/get_model_info")
+    async def model_info() -> dict[str, Any]:
+        return info.model_info(engine)
+
+    @app.get("/server_info")
+    @app.get("/get_server_info")
+    async def server_info() -> dict[str, Any]:
+        return info.server_info(engine, args)
+
+    @app.get("/v1/models")
+    async def models() -> dict[str, Any]:
+        return info.models(engine)
+
+    @app.get("/v1/models/{model:path}")
+    async def model(model: str) -> Any:
+        if model != engine.model_name:
+            return JSONResponse({"error": {"message": f"The model '{model}' does not exist",
+                                           "type": "invalid_request_error", "param": "model",
+                                           "code": "model_not_found"}}, status_code=404)
+        return info.model_card(engine, model)
+
+    @app.get("/v1/loads")
+    async def loads() -> dict[str, Any]:
+        return info.loads(engine)
+
+    if engine.metrics.registry is not None:
+        @app.get("/metrics")
+        async def metrics() -> Response:
+            return Response(engine.metrics.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    for action, (method, text) in RECORDER_ACTIONS.items():
+        app.add_api_route(f"/{action}", _recorder_route(engine, method, text), methods=["GET", "POST"])
+
+    @app.post("/v1/chat/completions")
+    async def chat(raw: Request) -> Response:
+        if raw.headers.get("content-type", "").lower().split(";")[0] != "application/json":
+            return error_response("Unsupported Media Type: Only 'application/json' is allowed",
+                                  HTTPStatus.BAD_REQUEST.phrase)
+        try:
+            request = ChatRequest.model_validate(json.loads(await raw.body()))
+        except ValidationError as exc:
+            return error_response(_validation_message(exc), HTTPStatus.BAD_REQUEST.phrase)
+        except ValueError as exc:
+            return error_response(f"JSON decode error: {exc}", HTTPStatus.BAD_REQUEST.phrase)
+        return await chat_completions(engine, request, raw)
+
+    return app

@@ -1,0 +1,182 @@
+"""The simulated scheduler: admission, prefill, decode, and the bookkeeping the real one reports.
+
+Requests beyond --max-running-requests (or beyond the KV pool) wait in a queue. Prefill runs in chunks of
+--chunked-prefill-size and reuses the longest prompt prefix seen recently (the radix cache). Every forward
+pass is routed through the MoE layers by the routing model and handed to the expert recorder; each
+decode step's time follows from where its activations landed. A request whose consumer goes away (the
+client hung up) stops at its next token and counts as aborted. Log lines follow scheduler_metrics_mixin.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from launch.sim.logs import EngineLog
+from launch.sim.metrics import EngineMetrics
+from launch.sim.pacing import Pacing
+from launch.sim.plan import ServingPlan
+from launch.sim.recorder import Recorder
+from launch.sim.routing import RoutingModel
+
+EOS_TOKEN_ID = 200020  # MiniMax-M3's end of turn: the matched_stop of a natural finish
+DECODE_LOG_INTERVAL = 40  # ServerArgs.decode_log_interval
+PREFIX_CACHE_ENTRIES = 64
+UNTHROTTLED_PASS_TOKENS = 32  # without pacing, route decode tokens in groups to keep the CPU cost low
+
+
+@dataclass(frozen=True)
+class Finish:
+    kind: Literal["stop", "length", "abort"]
+    matched: int | None = None
+    message: str | None = None  # why the scheduler aborted (an input longer than the KV pool)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One increment of output; the last one carries the finish reason."""
+
+    text: str
+    completion_tokens: int
+    finish: Finish | None = None
+
+
+@dataclass(frozen=True)
+class Job:
+    rid: str
+    topic: str
+    prompt: tuple[str, ...]  # prompt tokens (for the prefix cache)
+    output: tuple[str, ...]  # the tokens the model will produce
+    max_new_tokens: int | None
+
+
+def _common_prefix(a: Sequence[str], b: Sequence[str]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+class Scheduler:
+    def __init__(self, plan: ServingPlan, pacing: Pacing, routing: RoutingModel, recorder: Recorder | None,
+                 metrics: EngineMetrics, log: EngineLog) -> None:
+        self._plan, self._pacing, self._routing, self._recorder = plan, pacing, routing, recorder
+        self._metrics, self._log = metrics, log
+        self._freed = asyncio.Event()
+        self._recent_prompts: deque[tuple[str, ...]] = deque(maxlen=PREFIX_CACHE_ENTRIES)
+        self._decode_steps = 0
+
+    def _forward(self, topic: str, tokens: int) -> float:
+        """Route one forward pass and record it; returns the share of activations that hit GPU experts."""
+        batch = self._routing.route(topic, tokens)
+        if self._recorder is not None:
+            self._recorder.record_pass(batch.counts)
+        return batch.gpu_hit_share
+
+    def _fits(self, tokens: int) -> bool:
+        m = self._metrics
+        return m.running < self._plan.max_running_requests and m.used_tokens + tokens <= self._plan.max_total_num_tokens
+
+    async def _admit(self, tokens: int) -> None:
+        self._metrics.waiting += 1
+        try:
+            while not self._fits(tokens):
+                self._freed.clear()
+                await self._freed.wait()
+        finally:
+            self._metrics.waiting -= 1
+        self._metrics.running += 1
+        self._metrics.used_tokens += tokens
+
+    def _release(self, tokens: int) -> None:
+        self._metrics.running -= 1
+        self._metrics.used_tokens -= tokens
+        self._freed.set()
+
+    def _cached_prefix(self, prompt: tuple[str, ...]) -> int:
+        cached = max((_common_prefix(prompt, p) for p in self._recent_prompts), default=0)
+        self._recent_prompts.append(prompt)
+        return min(cached, len(prompt) - 1)
+
+    async def _prefill(self, job: Job) -> int:
+        cached = self._cached_prefix(job.prompt)
+        new = len(job.prompt) - cached
+        chunk = max(1, self._plan.chunked_prefill_size)
+        seconds = self._pacing.prefill_seconds(new, len(job.prompt))
+        for start in range(0, new, chunk):
+            self._forward(job.topic, min(chunk, new - start))
+        if seconds:
+            await asyncio.sleep(seconds)
+        snap = self._metrics.snapshot()
+        self._log.info(
+            f"Prefill batch, #new-seq: 1, #new-token: {new}, #cached-token: {cached}, token usage: "
+            f"{snap.token_usage:.2f}, #running-req: {snap.running - 1}, #queue-req: {snap.waiting}, "
+            f"input throughput (token/s): {new / seconds if seconds else 0.0:.2f}, cuda graph: False", rank=0)
+        return cached
+
+    def _log_decode(self) -> None:
+        self._decode_steps += 1
+        if self._decode_steps % DECODE_LOG_INTERVAL:
+            return
+        snap = self._metrics.snapshot()
+        self._log.info(
+            f"Decode batch, #running-req: {snap.running}, #token: {snap.used_tokens}, token usage: "
+            f"{snap.token_usage:.2f}, cuda graph: True, gen throughput (token/s): {snap.gen_throughput:.2f}, "
+            f"#queue-req: {snap.waiting}", rank=0)
+
+    def _too_long(self, job: Job) -> str | None:
+        limit = self._plan.max_req_input_len
+        if len(job.prompt) < limit:
+            return None
+        message = (f"Input length ({len(job.prompt)} tokens) exceeds the maximum allowed length ({limit} tokens). "
+                   "Use a shorter input or enable --allow-auto-truncate.")
+        self._log.error(f"{message}, self.rid='{job.rid}'", rank=0)
+        return message
+
+    async def generate(self, job: Job) -> AsyncIterator[Step]:
+        """The request's output, token by token; abandoning the iterator aborts the request."""
+        too_long = self._too_long(job)
+        if too_long is not None:
+            yield Step("", 0, Finish("abort", message=too_long))
+            return
+        received = time.monotonic()
+        budget = len(job.prompt) + len(job.output)
+        await self._admit(budget)
+        finished = False
+        try:
+            queued = time.monotonic() - received
+            cached = await self._prefill(job)
+            self._metrics.prefilled(len(job.prompt), cached, queued, time.monotonic() - received)
+            # The model ends its turn with an EOS token, which needs room under max_new_tokens like any other.
+            ends = job.max_new_tokens is None or job.max_new_tokens > len(job.output)
+            limit = len(job.output) if ends else job.max_new_tokens
+            pass_tokens = 1 if self._pacing.throttled else UNTHROTTLED_PASS_TOKENS
+            hit_share = 1.0
+            for i in range(limit):
+                if i % pass_tokens == 0:
+                    hit_share = self._forward(job.topic, min(pass_tokens, limit - i))
+                seconds = self._pacing.decode_seconds(hit_share, self._metrics.running)
+                if seconds:
+                    await asyncio.sleep(seconds)
+                elif i % pass_tokens == 0:
+                    await asyncio.sleep(0)  # let other requests and the HTTP server run
+                self._metrics.decoded(1, seconds)
+                self._log_decode()
+                finished = i == limit - 1
+                if not finished:
+                    yield Step(job.output[i], i + 1)
+                elif ends:
+                    yield Step(job.output[i], i + 2, Finish("stop", EOS_TOKEN_ID))
+                else:
+                    yield Step(job.output[i], i + 1, Finish("length"))
+            if limit == 0:
+                finished = True
+                yield Step("", 1, Finish("stop", EOS_TOKEN_ID)) if ends else Step("", 0, Finish("length"))
+        finally:
+            self._release(budget)
+            self._metrics.finished(time.monotonic() - received, aborted=not finished)
