@@ -92,6 +92,8 @@ def check_port(host: str, port: int) -> list[Finding]:
     with socket.socket(family, socket.SOCK_STREAM) as sock:
         try:
             sock.bind((host, port))
+        except (TypeError, ValueError, UnicodeError):
+            return []  # not an address at all: the host rule reports it
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
                 free = free_port(host)
