@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import io
+import mmap
 import os
 import pickle
 import struct
@@ -76,8 +77,32 @@ def _is_index_tuple(value: object) -> bool:
     return isinstance(value, tuple) and all(_is_index(item) for item in value)
 
 
+class _MappedMembers:
+    """Zip members as views of a memory map of the file: no copy and no CRC pass (~17 ms for a 30 MB stat
+    dump, against ~2 ms to sum it). Compressed members (torch.save writes none) fall back to a read."""
+
+    def __init__(self, archive: zipfile.ZipFile, mapped: mmap.mmap) -> None:
+        self._archive = archive
+        self._mapped = mapped
+
+    def read(self, name: str) -> bytes | memoryview:
+        info = self._archive.getinfo(name)
+        if info.compress_type != zipfile.ZIP_STORED:
+            return self._archive.read(name)
+        header = self._mapped[info.header_offset : info.header_offset + 30]
+        if len(header) < 30 or header[:4] != b"PK\x03\x04":
+            raise TorchFileError(f"record {name} has no local header")
+        name_length, extra_length = struct.unpack("<HH", header[26:30])
+        start = info.header_offset + 30 + name_length + extra_length
+        if start + info.file_size > len(self._mapped):
+            raise TorchFileError(f"record {name} runs past the end of the file")
+        return memoryview(self._mapped)[start : start + info.file_size]
+
+
 class _RestrictedUnpickler(pickle.Unpickler):
-    def __init__(self, data: bytes, archive: zipfile.ZipFile, prefix: str, byteorder: str) -> None:
+    def __init__(
+        self, data: bytes, archive: zipfile.ZipFile | _MappedMembers, prefix: str, byteorder: str
+    ) -> None:
         super().__init__(io.BytesIO(data))
         self._archive = archive
         self._prefix = prefix
@@ -138,22 +163,28 @@ _PARSE_ERRORS = (
 )  # fmt: skip
 
 
-def load_tensors(path: str | os.PathLike[str]) -> dict[str, object]:
+def load_tensors(path: str | os.PathLike[str], *, mapped: bool = False) -> dict[str, object]:
     """The dict a torch.save file holds, tensors as read-only numpy arrays.
 
     Raises TorchFileError for anything that is not a well-formed torch.save of a dict of plain tensors
-    and Python values; FileNotFoundError/PermissionError pass through unchanged.
+    and Python values; FileNotFoundError/PermissionError pass through unchanged. `mapped=True` makes the
+    tensors views of a memory map of the file instead of checked copies: no copy and no CRC check, for
+    the monitor's frequent reads of large dumps (damaged tensor bytes then go unnoticed; the structure
+    is checked all the same).
     """
     with open(path, "rb") as file:
-        return _load_open_file(file, os.fspath(path))
+        return _load_open_file(file, os.fspath(path), mapped)
 
 
-def _load_open_file(file: io.BufferedReader, path: str) -> dict[str, object]:
+def _load_open_file(file: io.BufferedReader, path: str, mapped: bool = False) -> dict[str, object]:
     try:
         with zipfile.ZipFile(file) as archive:
             prefix = _archive_prefix(archive)
+            members = (
+                _MappedMembers(archive, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)) if mapped else archive
+            )
             unpickler = _RestrictedUnpickler(
-                archive.read(f"{prefix}data.pkl"), archive, prefix, _read_byteorder(archive, prefix)
+                archive.read(f"{prefix}data.pkl"), members, prefix, _read_byteorder(archive, prefix)
             )
             obj = unpickler.load()
     except TorchFileError as error:

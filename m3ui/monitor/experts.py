@@ -1,0 +1,288 @@
+"""The expert panel's source: drive the engine's expert recorder, read its dumps, keep a rolling window.
+
+Only when /server_info shows a recorder mode: on a server started without one, the recorder endpoints
+raise in the scheduler and kill the whole server (ENGINE_CONTRACT.md §6), so without a mode this source
+never calls them and explains how to turn the recorder on instead.
+
+With mode `stat`, recording is started once per engine (a new engine, or the same one after it was
+unreachable), then every poll dumps, reads the files that appeared in the recorder folder (never those
+that were there before recording started), deletes what it read, and adds one slice to the window.
+`checkpoint()` dumps on demand, so a chat answer can be bracketed by two dumps and its hit rate read
+with `hit_rate_between()`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import httpx
+import numpy as np
+
+from launch.settings import FIELD_BY_NAME
+from launch.sim.recorder import DEFAULT_RECORDER_DIR, RECORDER_DIR_ENV
+from m3ui.experts.dump_reader import DumpReduction, read_dump
+from m3ui.experts.heatmap import png_data_url, render_heatmap
+from m3ui.experts.hit_rate import ExpertRank, HitRate, coldest_gpu_experts, hottest_cpu_experts
+from m3ui.experts.recorder_files import DumpPair, list_dump_files, pair_dumps
+from m3ui.experts.torch_load import TorchFileError
+from m3ui.experts.window import ExpertSlice, ExpertWindow, HitRatePoint
+from m3ui.monitor.engine import EngineSnapshot
+from m3ui.monitor.engine_parse import ServerInfo
+from m3ui.monitor.http import EngineHttp
+from m3ui.monitor.target import MonitorTarget
+
+ExpertStatus = Literal["pending", "no_engine", "disabled", "unsupported_mode", "recording", "error"]
+ResidencySource = Literal["recorded", "assumed", "unknown"]
+
+SUPPORTED_MODE = "stat"  # per_pass / per_token dump per-pass record lists, not counts
+_UNREADABLE_AFTER_S = 10.0  # a dump file still unreadable this long after it was written is damaged
+_MISSING_DUMPS_BEFORE_ERROR = 2
+
+
+def _flag(name: str) -> str:
+    return FIELD_BY_NAME[name].spec.flag
+
+
+def enable_hint(dump_every_s: float) -> str:
+    """How to start an engine whose expert routing this panel can show."""
+    return (
+        f"Start the engine with {_flag('expert_distribution_recorder_mode')} {SUPPORTED_MODE} and "
+        f"{_flag('record_kt_gpu_expert_distribution')} (which experts sit on the GPU), with an "
+        f"{_flag('expert_distribution_recorder_buffer_size')} larger than the forward passes it runs in "
+        f"{dump_every_s:g} s (the time between two dumps; the default of 1000 suits decoding). The engine writes "
+        f"its dumps to ${RECORDER_DIR_ENV} on its own host: for a remote engine that folder must be mounted "
+        "here and given to the monitor."
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class ExpertSnapshot:
+    time: float
+    status: ExpertStatus
+    reason: str | None = None  # why not "recording", or how to turn the recorder on
+    window_s: float = 0.0
+    activations: int = 0  # routed expert activations in the window
+    hit_rate: HitRate | None = None  # None: no activations yet, or GPU residency unknown
+    layer_hit_rates: tuple[float | None, ...] = ()  # per layer; None where the layer routed nothing
+    residency_source: ResidencySource = "unknown"
+    hottest_cpu: tuple[ExpertRank, ...] = ()  # the best candidates for the GPU
+    coldest_gpu: tuple[ExpertRank, ...] = ()  # VRAM spent on little work
+    last_dump: float | None = None
+    warnings: tuple[str, ...] = ()
+    counts: np.ndarray | None = field(default=None, repr=False)  # int64 [layers, experts] over the window
+    residency: np.ndarray | None = field(default=None, repr=False)  # bool [layers, experts], latest known
+
+    @functools.cached_property
+    def heatmap_png(self) -> bytes | None:
+        """Layers x experts, GPU-resident experts marked; rendered once per snapshot, on first use (no
+        cost while nobody watches the panel)."""
+        return render_heatmap(self.counts, self.residency) if self.counts is not None else None
+
+    @property
+    def heatmap_data_url(self) -> str | None:
+        png = self.heatmap_png
+        return png_data_url(png) if png is not None else None
+
+
+class ExpertSource:
+    """Thread-safe: the sampler's engine thread polls it, chat threads take checkpoints."""
+
+    def __init__(self, window_s: float, dump_every_s: float, timeout_s: float = 10.0, top_n: int = 10) -> None:
+        """`timeout_s` bounds each recorder call: a dump waits for the scheduler to finish its current batch
+        and then saves ~40 MB, and one that times out here still writes its files for the next poll."""
+        self._window = ExpertWindow(window_s)
+        self._window_s = window_s
+        self._dump_every_s = dump_every_s
+        self._timeout_s = timeout_s
+        self._top_n = top_n
+        self._lock = threading.RLock()
+        self._http: EngineHttp | None = None
+        self._target = MonitorTarget()
+        self._info: ServerInfo | None = None
+        self._latest = ExpertSnapshot(time.time(), "pending", "waiting for the first engine sample")
+        self._points: tuple[HitRatePoint, ...] = ()  # published with _latest
+        self._reset_recording()
+
+    def _reset_recording(self) -> None:
+        self._started_epoch: int | None = None  # the engine epoch recording was started in
+        self._ignored: frozenset[str] = frozenset()  # files present before recording started: not ours
+        self._consumed: set[str] = set()  # read, but could not be deleted
+        self._damaged: dict[str, str] = {}
+        self._boundary = 0.0  # end of the last slice
+        self._missing_dumps = 0
+        self._warnings: tuple[str, ...] = ()
+        self._residency_source: ResidencySource = "unknown"
+        self._window.clear()
+        self._points = ()
+
+    @property
+    def folder(self) -> Path:
+        return self._target.recorder_dir or Path(DEFAULT_RECORDER_DIR)
+
+    def set_target(self, target: MonitorTarget) -> None:
+        with self._lock:
+            self.close()
+            self._target = target
+            self._reset_recording()
+            if target.engine_url:
+                with contextlib.suppress(httpx.InvalidURL):  # the engine source reports the bad URL
+                    self._http = EngineHttp(target.engine_url, target.api_key, self._timeout_s, self._timeout_s)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._http is not None:
+                self._http.close()
+                self._http = None
+
+    def latest(self) -> ExpertSnapshot:
+        return self._latest  # published whole: readers never wait for a dump in progress
+
+    def points(self) -> tuple[HitRatePoint, ...]:
+        return self._points
+
+    def hit_rate_between(self, t0: float, t1: float) -> HitRate | None:
+        """GPU hit rate of everything the engine routed between two checkpoints (or two times)."""
+        with self._lock:
+            return self._window.between(t0, t1)
+
+    def checkpoint(self) -> float | None:
+        """Dump now; the time that separates what was routed before from what comes after (None: the
+        recorder is not running, or the dump produced no file)."""
+        with self._lock:
+            if self._started_epoch is None or self._http is None:
+                return None
+            added = self._dump_and_read()
+            if added:
+                self._publish("recording")
+                return self._boundary
+            self._publish(self._latest.status, self._latest.reason)
+            return None
+
+    def poll(self, engine: EngineSnapshot, epoch: int) -> ExpertSnapshot:
+        """One step: start recording on a new engine, else dump and read. Never raises."""
+        with self._lock:
+            if self._http is None or not engine.reachable or engine.info is None:
+                self._started_epoch = None
+                return self._set("no_engine", engine.reason or "waiting for the engine to answer")
+            self._info = info = engine.info
+            if info.recorder_mode is None:
+                self._started_epoch = None
+                return self._set("disabled", "The engine runs without an expert recorder. " +
+                                 enable_hint(self._dump_every_s))
+            if info.recorder_mode != SUPPORTED_MODE:
+                self._started_epoch = None
+                return self._set("unsupported_mode", f"Recorder mode {info.recorder_mode!r} dumps per-pass "
+                                 "records this panel does not read. " + enable_hint(self._dump_every_s))
+            if self._started_epoch != epoch:
+                problem = self._start_recording()
+                if problem:
+                    return self._set("error", problem)
+                self._started_epoch = epoch
+            elif not self._dump_and_read() and self._missing_dumps >= _MISSING_DUMPS_BEFORE_ERROR:
+                return self._publish("error", f"The engine dumped, but no dump file appeared in {self.folder}. "
+                                     f"It writes them to ${RECORDER_DIR_ENV} (default {DEFAULT_RECORDER_DIR}) "
+                                     "on its own host: give the monitor that folder (mounted here for a "
+                                     "remote engine).")
+            return self._publish("recording")
+
+    def _set(self, status: ExpertStatus, reason: str) -> ExpertSnapshot:
+        self._latest = ExpertSnapshot(time.time(), status, reason, self._window_s)
+        return self._latest
+
+    def _start_recording(self) -> str | None:
+        assert self._http is not None
+        self._reset_recording()
+        self._ignored = frozenset(f.path.name for f in list_dump_files(self.folder))
+        answer = self._http.post("/start_expert_distribution_record")
+        if not answer.answered:
+            return f"could not start the expert recorder: {answer.reason}"
+        self._boundary = time.time()
+        return None
+
+    def _dump_and_read(self) -> int:
+        """Dump, then read every new dump in the folder; the number of slices added."""
+        assert self._http is not None
+        answer = self._http.post("/dump_expert_distribution_record")
+        warnings = () if answer.answered else (f"the last dump failed: {answer.reason}",)
+        added, read_warnings = self._read_new_dumps()
+        self._warnings = warnings + read_warnings
+        if answer.answered:
+            self._missing_dumps = 0 if added else self._missing_dumps + 1
+        return added
+
+    def _read_new_dumps(self) -> tuple[int, tuple[str, ...]]:
+        skip = self._ignored | self._consumed | self._damaged.keys()
+        pairs = pair_dumps(tuple(f for f in list_dump_files(self.folder) if f.path.name not in skip))
+        added, warnings = 0, []
+        for pair in pairs:
+            try:
+                reduction = read_dump(pair, self._target.assumed_gpu_mask)
+            except TorchFileError as error:
+                if _age_s(pair.stat.path) > _UNREADABLE_AFTER_S:
+                    self._damaged[pair.stat.path.name] = str(error)
+                continue  # a young file may still be being written by another client's dump
+            except OSError:
+                continue  # removed meanwhile
+            warnings += self._add(pair, reduction)
+            warnings += self._delete(pair)
+            added += 1
+        warnings += [f"unreadable dump left in place: {why}" for why in self._damaged.values()]
+        return added, tuple(dict.fromkeys(warnings))
+
+    def _add(self, pair: DumpPair, reduction: DumpReduction) -> list[str]:
+        """Add the dump's slice to the window; what looks wrong with it."""
+        end = max(pair.stat.time, self._boundary)  # file times are the engine's clock; keep slices ordered
+        self._window.add(ExpertSlice(self._boundary, end, reduction.counts, reduction.gpu_hits, reduction.passes),
+                         reduction.residency)
+        self._boundary = end
+        if reduction.residency is not None:
+            self._residency_source = "recorded" if reduction.residency_recorded else "assumed"
+        ring = self._info is None or self._info.recorder_buffer_size != -1
+        if ring and reduction.passes and reduction.passes >= reduction.buffer_rows:
+            return [f"the recorder's ring of {reduction.buffer_rows} forward passes filled up between two dumps, "
+                    f"so older passes were lost: raise {_flag('expert_distribution_recorder_buffer_size')} or "
+                    "dump more often"]
+        return []
+
+    def _delete(self, pair: DumpPair) -> list[str]:
+        problems = []
+        for file in (pair.stat, pair.mask):
+            if file is None:
+                continue
+            try:
+                file.path.unlink(missing_ok=True)
+            except OSError as error:
+                self._consumed.add(file.path.name)
+                problems.append(f"cannot delete read dumps in {self.folder} ({error.strerror}): they will pile up")
+        return problems
+
+    def _publish(self, status: ExpertStatus, reason: str | None = None) -> ExpertSnapshot:
+        counts, residency = self._window.counts, self._window.residency
+        warnings = self._warnings
+        if self._residency_source == "unknown" and self._window.activations:
+            warnings += ("which experts sit on the GPU is unknown: start the engine with "
+                         f"{_flag('record_kt_gpu_expert_distribution')}",)
+        ranked = counts is not None and residency is not None
+        self._latest = ExpertSnapshot(
+            time=time.time(), status=status, reason=reason, window_s=self._window_s,
+            activations=self._window.activations, hit_rate=self._window.hit_rate(),
+            layer_hit_rates=self._window.layer_hit_rates(), residency_source=self._residency_source,
+            hottest_cpu=hottest_cpu_experts(counts, residency, self._top_n) if ranked else (),
+            coldest_gpu=coldest_gpu_experts(counts, residency, self._top_n) if ranked else (),
+            last_dump=self._boundary or None, warnings=warnings, counts=counts, residency=residency,
+        )
+        self._points = self._window.points()
+        return self._latest
+
+
+def _age_s(path: Path) -> float:
+    with contextlib.suppress(OSError):
+        return time.time() - os.stat(path).st_mtime
+    return 0.0

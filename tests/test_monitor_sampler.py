@@ -1,0 +1,112 @@
+"""The background sampler: one sample for every reader, bounded history, an engine that slows, stops, returns."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable
+
+from m3ui.monitor.sampler import Sampler, SamplerConfig
+from m3ui.monitor.target import MonitorTarget
+from tests.monitor_fake_engine import FakeEngine
+
+FAST = SamplerConfig(interval_s=0.05, history_s=60, expert_dump_every_s=0.05, request_timeout_s=0.3,
+                     slow_after_s=0.15)
+
+
+def _wait_for(condition: Callable[[], bool], timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.02)
+
+
+def _dead_url() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def test_the_engine_state_degrades_when_it_slows_or_stops_and_recovers_while_local_figures_keep_coming():
+    with FakeEngine() as engine, Sampler(MonitorTarget(engine_url=engine.url), FAST) as sampler:
+        state = lambda: sampler.latest().engine.state  # noqa: E731
+        _wait_for(lambda: state() == "ok")
+        engine.delay_s["/v1/loads"] = 0.5  # beyond the timeout: the engine thread waits, the local one doesn't
+        _wait_for(lambda: state() == "slow")
+        cpu_before = len(sampler.history().cpu)
+        time.sleep(0.4)
+        assert len(sampler.history().cpu) >= cpu_before + 4
+        engine.delay_s.clear()
+        _wait_for(lambda: state() == "ok")
+        sampler.set_target(MonitorTarget(engine_url=_dead_url()))
+        _wait_for(lambda: state() == "unreachable")
+        assert sampler.latest().engine.load is None and sampler.latest().experts.status == "no_engine"
+        sampler.set_target(MonitorTarget(engine_url=engine.url))
+        _wait_for(lambda: state() == "ok")
+        states = [s.state for s in sampler.history().engine]
+    seen = [s for i, s in enumerate(states) if i == 0 or states[i - 1] != s]
+    assert seen == ["ok", "slow", "ok", "unreachable", "ok"]
+
+
+def test_readers_get_the_cached_snapshot_and_never_cause_a_sample():
+    with FakeEngine() as engine:
+        sampler = Sampler(MonitorTarget(engine_url=engine.url), FAST)
+        sampler.sample_once()
+        hits = len(engine.hits)
+        snapshots = {id(sampler.latest().engine) for _ in range(200)}
+        sampler.history()
+        assert len(engine.hits) == hits and len(snapshots) == 1
+        sampler.stop()
+
+
+def test_history_keeps_only_the_configured_span_and_answers_since_a_time():
+    sampler = Sampler(config=SamplerConfig(interval_s=0.05, history_s=0.2))
+    for _ in range(8):
+        sampler.sample_once()
+    history = sampler.history()
+    assert len(history.cpu) == len(history.gpu) == len(history.engine) == 5  # 0.2 s / 0.05 s + 1
+    cut = history.cpu[2].time
+    assert [p.time for p in sampler.history(since=cut).cpu] == [p.time for p in history.cpu[3:]]
+    sampler.stop()
+
+
+def test_before_the_first_sample_every_panel_says_it_is_pending():
+    snapshot = Sampler().latest()
+    assert (snapshot.gpu.status, snapshot.cpu.status, snapshot.engine.state, snapshot.experts.status) == (
+        "pending", "pending", "pending", "pending")
+
+
+def test_without_an_engine_the_snapshot_says_so_and_local_figures_still_come():
+    snapshot = Sampler().sample_once()
+    assert snapshot.engine.state == "not_configured" and snapshot.experts.status == "no_engine"
+    assert snapshot.cpu.status == "ok" and snapshot.cpu.ram_total_bytes > 0
+    assert snapshot.gpu.status in ("ok", "no_gpu", "error")
+
+
+def test_stop_ends_both_threads_promptly():
+    sampler = Sampler(config=SamplerConfig(interval_s=10.0))
+    sampler.start()
+    threads = [t for t in threading.enumerate() if t.name.startswith("monitor-")]
+    assert len(threads) == 2
+    started = time.monotonic()
+    sampler.stop()
+    assert time.monotonic() - started < 2.0 and not any(t.is_alive() for t in threads)
+
+
+def test_the_threads_tick_at_the_configured_interval():
+    with Sampler(config=SamplerConfig(interval_s=0.05)) as sampler:
+        time.sleep(0.5)
+        ticks = len(sampler.history().cpu)
+    assert 4 <= ticks <= 12  # ~10 at 0.05 s, with slack for a busy CI machine
+
+
+def test_a_sampler_started_again_after_stop_watches_its_engine_again():
+    with FakeEngine() as engine:
+        sampler = Sampler(MonitorTarget(engine_url=engine.url), FAST)
+        with sampler:
+            _wait_for(lambda: sampler.latest().engine.state == "ok")
+        hits = len(engine.hits)
+        with sampler:
+            _wait_for(lambda: len(engine.hits) > hits + 2)
+            _wait_for(lambda: sampler.latest().engine.state == "ok")
