@@ -40,6 +40,8 @@ def server_args(engine: Engine, args: SimArgs) -> dict[str, Any]:
                served_model_name=plan.served_model_name, mem_fraction_static=plan.memory.mem_fraction,
                chunked_prefill_size=plan.chunked_prefill_size, cuda_graph_max_bs=plan.cuda_graph_max_bs,
                context_length=None, max_prefill_tokens=16384, page_size=1, log_level="info")
+    if engine.recorder is not None:  # sglang fills in the default buffer size once a mode is set
+        out["expert_distribution_recorder_buffer_size"] = engine.recorder.buffer_size
     out.update({dest: _passthrough_value(words) for dest, words in args.passthrough})
     return out
 

@@ -93,6 +93,7 @@ class Recorder:
                 f"the simulated engine records only --expert-distribution-recorder-mode stat, not {mode!r}"
             )
         self._folder = Path(folder)
+        self.buffer_size = buffer_size
         self._shape = (shape.num_layers, shape.num_routed_experts)
         self._lock = threading.Lock()
         self._recording = False
