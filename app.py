@@ -76,8 +76,10 @@ def start_engine(args: argparse.Namespace, services: object) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per health probe drowns the log
     import uvicorn
 
+    from launch.supervisor import install_signal_handlers
     from m3ui.access import AccessPolicy
     from m3ui.services import AppServices
     from m3ui.ui.app_view import build_asgi_app
@@ -85,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     users = tuple(tuple(item.split(":", 1)) for item in args.chat_user)
     policy = AccessPolicy.from_env(args.host, args.admin_password, users)  # type: ignore[arg-type]
     services = AppServices.create(args.data_dir, policy)
+    # uvicorn shuts down gracefully on SIGINT/SIGTERM and then re-raises the signal to the handler it found:
+    # ours stops the engine (it runs in its own session, so nothing else would) before the app exits.
+    install_signal_handlers(services.supervisor)
     atexit.register(services.close)
     try:
         code = start_engine(args, services)
