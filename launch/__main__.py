@@ -6,6 +6,7 @@ Other tools call this CLI, so its commands and exit codes are stable: 0 ok, 1 fi
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -19,7 +20,8 @@ from launch.profile import ProfileError, load_profile
 from launch.settings import LaunchSettings, SettingsError, parse_assignment
 from launch.sizing import GB
 
-DEFAULT_RUN_ROOT = Path("runs")
+# Shared with app.py: one engine per host, whichever started it, and its runs/<time>/ logs.
+DEFAULT_RUN_ROOT = Path(os.environ.get("M3UI_DATA_DIR", Path.home() / ".m3ui"))
 
 
 def _selection_args(p: argparse.ArgumentParser) -> None:
@@ -163,7 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_advise)
     p = sub.add_parser("serve", help="preflight, then run the engine under supervision until Ctrl-C")
     _selection_args(p)
-    p.add_argument("--run-root", type=Path, default=DEFAULT_RUN_ROOT, help="folder for run logs")
+    p.add_argument("--run-root", type=Path, default=DEFAULT_RUN_ROOT,
+                   help=f"folder for runs/ and the engine state file (default {DEFAULT_RUN_ROOT})")
     p.set_defaults(func=cmd_serve)
     return parser
 

@@ -52,11 +52,11 @@ class RunningApp:
 
 
 @contextmanager
-def running_app(tmp_path: Path, *args: str, env: dict[str, str] | None = None,
-                timeout: float = 60) -> Iterator[RunningApp]:
+def running_app(tmp_path: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 60,
+                data_dir: Path | None = None) -> Iterator[RunningApp]:
     """Start app.py (simulated engine unless args say otherwise); stop it and check no process is left."""
     port = free_port()
-    data_dir = tmp_path / "m3ui-data"
+    data_dir = data_dir or tmp_path / "m3ui-data"
     log_path = tmp_path / "app.log"
     full_env = {**os.environ, **FAST_SIM_ENV, "M3UI_DATA_DIR": str(data_dir), "GRADIO_ANALYTICS_ENABLED": "False",
                 "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1", **(env or {})}

@@ -1,0 +1,74 @@
+"""`python app.py` on the simulated engine: serves, labels the sim, and never leaves an engine behind."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import httpx
+import psutil
+import pytest
+
+from tests.app_process import FAST_SIM_ENV, ROOT, free_port, running_app
+
+
+def _engines_of(pid: int) -> list[psutil.Process]:
+    try:
+        return [p for p in psutil.Process(pid).children(recursive=True) if "launch.sim" in " ".join(p.cmdline())]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _alive(proc: psutil.Process) -> bool:
+    """Running and not a zombie (an orphan nobody reaps stays a zombie in a container without init)."""
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def test_default_app_runs_the_simulated_engine_and_says_so(tmp_path):
+    with running_app(tmp_path) as app:
+        app.wait_engine_ready()
+        page = httpx.get(app.url + "/config", timeout=10, trust_env=False).text
+        assert "SIMULATED ENGINE" in page
+        (engine,) = _engines_of(app.process.pid)
+        assert "--expert-distribution-recorder-mode" in engine.cmdline()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_stops_the_engine_with_the_app(tmp_path, sig):
+    with running_app(tmp_path) as app:
+        app.wait_engine_ready()
+        engines = _engines_of(app.process.pid)
+        assert engines
+        app.process.send_signal(sig)
+        app.process.wait(timeout=30)
+        gone, alive = psutil.wait_procs(engines, timeout=15)
+        assert not alive, f"engine outlived the app: {[p.pid for p in alive]}"
+
+
+def test_a_killed_app_leaves_an_engine_the_next_start_takes_over(tmp_path):
+    data = tmp_path / "data"
+    env = {**os.environ, **FAST_SIM_ENV, "M3UI_DATA_DIR": str(data), "PYTHONUNBUFFERED": "1"}
+    log = open(tmp_path / "first.log", "wb")  # noqa: SIM115 - closed below
+    first = subprocess.Popen([sys.executable, "app.py", "--port", str(free_port())], cwd=ROOT, env=env,
+                             stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while not _engines_of(first.pid) or not list(data.glob("runs/*/engine.log")):
+            assert time.monotonic() < deadline, (tmp_path / "first.log").read_text()
+            time.sleep(0.2)
+        (engine,) = _engines_of(first.pid)
+        first.send_signal(signal.SIGKILL)  # no handler runs: the engine is left behind
+        first.wait(timeout=10)
+        assert _alive(engine)
+    finally:
+        log.close()
+    with running_app(tmp_path, data_dir=data) as app:
+        app.wait_engine_ready()
+        assert _alive(engine), "the left engine should be re-attached, not killed and replaced"
+        assert _engines_of(app.process.pid) == [], "a second engine was started"
+        assert "re-attached" in app.log()
+    assert not _alive(engine), "the re-attached engine must stop with the app that took it over"
