@@ -90,6 +90,9 @@ def check_port(host: str, port: int) -> list[Finding]:
         return []  # the range rule reports it
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as sock:
+        # As uvicorn (so sglang) binds: connections of a just-stopped engine lingering in TIME_WAIT do not
+        # hold the port; only a live listener does.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except (TypeError, ValueError, UnicodeError):

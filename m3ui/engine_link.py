@@ -7,12 +7,13 @@ Views ask it two things: how the engine is doing (`status()`), and where to send
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from launch.command import Engine
+from launch.command import Engine, build_command
 from launch.diagnosis import SizingContext
+from launch.findings import has_errors
 from launch.preflight import LaunchPlan, plan_launch
 from launch.settings import LaunchSettings
 from launch.supervisor import EngineState, Supervisor
@@ -66,9 +67,18 @@ class EngineLink:
     def engine(self) -> Engine | None:
         return self._engine
 
-    def launch(self, settings: LaunchSettings, engine: Engine) -> LaunchPlan:
-        """Preflight, then start in the background; a plan with errors starts nothing."""
+    @property
+    def api_key(self) -> str | None:
+        """The key the engine expects (launched or attached), for clients other than chat (the monitor)."""
+        return self._api_key
+
+    def launch(self, settings: LaunchSettings, engine: Engine, *,
+               overrides: frozenset[str] = frozenset()) -> LaunchPlan:
+        """Preflight, then start in the background; a plan with errors starts nothing. Errors of the checks
+        named in `overrides` (e.g. "memory": the sizing estimate) are ones the operator chose to try anyway."""
         plan = plan_launch(settings, engine, run_dir=None)
+        if overrides:
+            plan = _overridden(plan, settings, engine, overrides)
         if not plan.ok:
             return plan
         sizing = (SizingContext(plan.shape, plan.host.gpu_bytes)
@@ -119,3 +129,12 @@ class EngineLink:
         if self._mode in ("simulated", "launched") and snap.run_dir is not None:
             return snap.run_dir / "recorder"
         return None
+
+
+def _overridden(plan: LaunchPlan, settings: LaunchSettings, engine: Engine, checks: frozenset[str]) -> LaunchPlan:
+    """The plan with the errors of `checks` turned into accepted warnings; any other error still blocks."""
+    findings = tuple(replace(f, level="warning", message=f"{f.message} (overridden by the operator)")
+                     if f.is_error and f.check in checks else f for f in plan.findings)
+    if has_errors(findings) or plan.ok:
+        return replace(plan, findings=findings)
+    return replace(plan, findings=findings, command=build_command(settings, engine))

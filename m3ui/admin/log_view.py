@@ -1,0 +1,32 @@
+"""The engine log as the admin panel shows it: a filtered tail, and a copy of the whole file to download."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+# What an operator scans for first: sglang's level names, Python tracebacks and exception lines.
+PROBLEM_LINE = re.compile(r"\b(ERROR|CRITICAL|WARNING|FATAL|Traceback)\b|[A-Za-z]+(Error|Exception):|"
+                          r"out of memory|Killed|scheduler is dead", re.IGNORECASE)
+EXPORT_DIR_NAME = "m3ui-logs"
+
+
+def filter_log(lines: Sequence[str], contains: str = "", problems_only: bool = False,
+               limit: int = 200) -> tuple[str, ...]:
+    """The last `limit` lines that contain `contains` (case-insensitive) and, if asked, look like problems."""
+    needle = contains.strip().lower()
+    kept = [line for line in lines
+            if (not needle or needle in line.lower()) and (not problems_only or PROBLEM_LINE.search(line))]
+    return tuple(kept[-limit:]) if limit > 0 else ()
+
+
+def export_log(log_path: Path, run_name: str, into: Path | None = None) -> Path:
+    """A copy of the whole log, named after its run, in a folder the web server may hand out (the temp dir)."""
+    folder = (into or Path(tempfile.gettempdir())) / EXPORT_DIR_NAME
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"m3ui-engine-{run_name}.log"
+    shutil.copyfile(log_path, target)
+    return target

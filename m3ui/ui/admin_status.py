@@ -1,0 +1,78 @@
+"""The cockpit's top strip: engine state, start-up phases with progress, elapsed time; Start / Stop / Restart."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gradio as gr
+
+from launch.phases import PHASE_ORDER, Phase
+from launch.supervisor import EngineState, SupervisorSnapshot
+from m3ui.engine_link import EngineStatus
+from m3ui.ui.admin_html import duration, esc
+
+_KIND = {"simulated": "Simulated engine", "launched": "sglang-kt", "attached": "External engine",
+         "none": "No engine"}
+
+
+@dataclass
+class StatusStrip:
+    status: gr.HTML
+    start: gr.Button
+    start_anyway: gr.Button
+    stop: gr.Button
+    restart: gr.Button
+    outcome: gr.HTML
+
+
+def _stepper(snap: SupervisorSnapshot) -> str:
+    if snap.mode != "managed" or snap.phase is None or snap.state in (EngineState.STOPPED, EngineState.STOPPING):
+        return ""
+    current = PHASE_ORDER.index(snap.phase)
+    failed = snap.state is EngineState.FAILED
+    steps = []
+    for i, phase in enumerate(PHASE_ORDER):
+        if i < current or snap.phase is Phase.READY:
+            cls = "done"
+        elif i == current:
+            cls = "failed" if failed else ("active" if snap.state is EngineState.STARTING else "done")
+        else:
+            cls = "todo"
+        steps.append(f'<li class="m3a-step m3a-step-{cls}" data-phase="{esc(phase.value)}">{esc(phase.value)}</li>')
+    return f'<ol class="m3a-steps">{"".join(steps)}</ol>'
+
+
+def render_status(snap: SupervisorSnapshot, link: EngineStatus) -> str:
+    state = snap.state.value
+    kind = _KIND[link.mode]
+    model = f"{link.model} at " if link.model else "at "
+    where = f'<span class="m3a-dim">{esc(model)}{esc(snap.url)}</span>' if snap.url else ""
+    sim = '<span class="m3-badge m3-badge-sim">SIMULATED</span>' if link.simulated else ""
+    elapsed = f'<span class="m3a-elapsed" title="since start">{duration(snap.elapsed)}</span>' if snap.url else ""
+    pct = 100.0 if snap.state is EngineState.READY else snap.progress * 100
+    bar = ""
+    if snap.state in (EngineState.STARTING, EngineState.FAILED) or (snap.state is EngineState.READY
+                                                                     and snap.mode == "managed"):
+        bar = (f'<div class="m3a-progress m3a-progress-{state}" role="progressbar" aria-valuenow="{pct:.0f}" '
+               f'aria-valuemin="0" aria-valuemax="100"><div style="width:{pct:.1f}%"></div></div>')
+    detail = f'<div class="m3a-detail">{esc(snap.phase_detail)}</div>' if snap.state is not EngineState.READY else ""
+    phase = esc(snap.phase.value if snap.phase else "")
+    return (f'<div class="m3a-status-card" data-engine-state="{state}" data-phase="{phase}">'
+            f'<div class="m3a-status-line"><span class="m3a-state m3a-state-{state}">{esc(state.upper())}</span>'
+            f'<span class="m3a-kind">{esc(kind)}</span>{sim}{where}<span class="m3a-spacer"></span>{elapsed}</div>'
+            f'{_stepper(snap)}{bar}{detail}</div>')
+
+
+def build_status_strip() -> StatusStrip:
+    with gr.Row(elem_classes=["m3a-cockpit-bar"], equal_height=True):
+        with gr.Column(scale=5, min_width=420):
+            status = gr.HTML(elem_id="m3-admin-status")
+        with gr.Column(scale=2, min_width=280, elem_classes=["m3a-controls"]):
+            with gr.Row():
+                start = gr.Button("Start", variant="primary", elem_id="m3-engine-start", min_width=80)
+                stop = gr.Button("Stop", variant="stop", elem_id="m3-engine-stop", min_width=80)
+                restart = gr.Button("Restart", elem_id="m3-engine-restart", min_width=80)
+            start_anyway = gr.Button("Start anyway (ignore the memory estimate)", visible=False, size="sm",
+                                     elem_id="m3-engine-start-anyway")
+    outcome = gr.HTML(elem_id="m3-outcome", elem_classes=["m3a-collapse-empty"])
+    return StatusStrip(status, start, start_anyway, stop, restart, outcome)
