@@ -17,6 +17,7 @@ from launch.settings import LaunchSettings
 from launch.supervisor import EngineState, Supervisor
 from m3ui.access import AccessPolicy
 from m3ui.engine_link import EngineLink
+from m3ui.monitor_service import MonitorService
 
 log = logging.getLogger("m3ui")
 
@@ -28,24 +29,31 @@ class AppServices:
     supervisor: Supervisor
     link: EngineLink
     profiles: ProfileStore
+    monitor: MonitorService  # the one background sampler; its target follows `link`
 
     @classmethod
     def create(cls, data_dir: Path, policy: AccessPolicy) -> AppServices:
         data_dir.mkdir(parents=True, exist_ok=True)
-        runs = data_dir / "runs"
-        supervisor = Supervisor(runs)
+        supervisor = Supervisor(data_dir)  # keeps runs/<time>/ and the running engine's state file there
         link = EngineLink(supervisor)
         # An engine a killed app left running is re-attached (never orphaned, never started twice).
-        result = recover(runs, adopt_into=supervisor)
+        result = recover(data_dir, adopt_into=supervisor)
         if result.action is RecoveryAction.ATTACHED:
-            state = read_run_state(runs)
+            state = read_run_state(data_dir)
             if state is not None:
                 link.adopted(state.settings, state.engine)
         if result.action is not RecoveryAction.NOTHING:
             log.warning("recovery: %s", result.message)
-        return cls(data_dir, policy, supervisor, link, ProfileStore(data_dir / "profiles"))
+        monitor = MonitorService(link)
+        monitor.start()
+        return cls(data_dir, policy, supervisor, link, ProfileStore(data_dir / "profiles"), monitor)
+
+    def answer_gpu_hit_rate(self, t0: float, t1: float) -> float | None:
+        """The chat's per-answer figure (see MonitorService.answer_gpu_hit_rate)."""
+        return self.monitor.answer_gpu_hit_rate(t0, t1)
 
     def close(self) -> None:
+        self.monitor.stop()
         self.supervisor.close()
 
 

@@ -1,59 +1,77 @@
-"""The engine panel's source against a real HTTP server on 127.0.0.1: ok, slow, unreachable, recovering."""
+"""The engine panel's source against the simulated engine: ok, slow, unreachable, recovering, refused."""
 
 from __future__ import annotations
 
-import socket
+import copy
+import http.server
+import threading
 
+import httpx
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
 from m3ui.monitor.engine import EngineSource
 from m3ui.monitor.engine_parse import EngineCounters, parse_loads, parse_metrics, parse_server_info, rates_between
 from m3ui.monitor.target import MonitorTarget
-from tests.monitor_fake_engine import FakeEngine, loads_body, server_info_body
+from tests.fault_proxy import FaultProxy
+from tests.monitor_sims import chat, sim_with
+from tests.sim_process import free_port
 
 TIMEOUT_S, SLOW_AFTER_S = 0.6, 0.2
+KEY = "monitor-test-key"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+@pytest.fixture(scope="module")
+def sim():
+    """One engine for the module: with an API key and /metrics, no expert recorder."""
+    with sim_with(api_key=KEY, enable_metrics=True) as running:
+        yield running
 
 
 @pytest.fixture
-def engine():
-    with FakeEngine() as fake:
-        yield fake
+def proxy(sim):
+    with FaultProxy(sim.url) as fault:
+        yield fault
 
 
-def _source(url: str, api_key: str | None = None) -> EngineSource:
+def _get(sim, path: str) -> dict:
+    return httpx.get(f"{sim.url}{path}", headers={"Authorization": f"Bearer {KEY}"}, timeout=5).json()
+
+
+def _source(url: str, api_key: str | None = KEY) -> EngineSource:
     source = EngineSource(TIMEOUT_S, SLOW_AFTER_S)
     source.set_target(MonitorTarget(engine_url=url, api_key=api_key))
     return source
 
 
-def test_loads_of_several_data_parallel_ranks_are_summed():
-    body = loads_body(running=2, queued=1, used=500, total=1000, throughput=10.0, cache_hit_rate=0.2)
-    second = dict(body["loads"][0], dp_rank=1, num_used_tokens=1500, max_total_num_tokens=3000, cache_hit_rate=0.4)
-    load = parse_loads(dict(body, loads=[body["loads"][0], second]))
+def test_loads_of_several_data_parallel_ranks_are_summed(sim):
+    body = _get(sim, "/v1/loads")
+    first = dict(body["loads"][0], num_running_reqs=2, num_waiting_reqs=1, num_used_tokens=500,
+                 max_total_num_tokens=1000, gen_throughput=10.0, cache_hit_rate=0.2, max_running_requests=48)
+    second = dict(first, dp_rank=1, num_used_tokens=1500, max_total_num_tokens=3000, cache_hit_rate=0.4)
+    load = parse_loads(dict(body, loads=[first, second]))
     assert (load.running_requests, load.queued_requests, load.used_tokens, load.max_total_tokens) == (4, 2, 2000, 4000)
     assert load.token_usage == 0.5 and load.gen_throughput == 20.0 and load.cache_hit_rate == pytest.approx(0.3)
     assert load.dp_ranks == 2 and load.max_running_requests == 96
 
 
-@pytest.mark.parametrize("bad", [None, [], {"loads": []}, {"loads": [{"num_running_reqs": 1}]},
-                                 {"loads": [dict(loads_body()["loads"][0], gen_throughput="fast")]}])
-def test_an_unusable_loads_answer_is_a_value_error(bad):
+@pytest.mark.parametrize("spoil", [
+    lambda body: None, lambda body: [], lambda body: dict(body, loads=[]),
+    lambda body: dict(body, loads=[{"num_running_reqs": 1}]),
+    lambda body: dict(body, loads=[dict(body["loads"][0], gen_throughput="fast")]),
+])
+def test_an_unusable_loads_answer_is_a_value_error(sim, spoil):
     with pytest.raises(ValueError):
-        parse_loads(bad)
+        parse_loads(spoil(copy.deepcopy(_get(sim, "/v1/loads"))))
 
 
-def test_server_info_tells_the_recorder_mode_and_whether_metrics_exist():
-    info = parse_server_info(server_info_body(recorder_mode="stat", gpu_masks=True, metrics=True))
-    assert (info.recorder_mode, info.recorder_buffer_size, info.records_gpu_masks, info.metrics_enabled) == (
-        "stat", 1000, True, True)
-    assert parse_server_info(server_info_body()).recorder_mode is None
+def test_server_info_tells_the_recorder_mode_and_whether_metrics_exist(sim):
+    info = parse_server_info(_get(sim, "/server_info"))
+    assert (info.recorder_mode, info.records_gpu_masks, info.metrics_enabled) == (None, False, True)
+    assert info.served_model_name and info.version
+    recording = parse_server_info(dict(_get(sim, "/server_info"), expert_distribution_recorder_mode="stat",
+                                       expert_distribution_recorder_buffer_size=1000))
+    assert (recording.recorder_mode, recording.recorder_buffer_size) == ("stat", 1000)
 
 
 def _metrics_text(prompt: float, generated: float, ttfts: list[float]) -> str:
@@ -91,68 +109,63 @@ def test_counters_that_went_down_mean_a_restarted_engine_and_give_no_rate():
     assert rates.prompt_tokens_per_s is None and rates.mean_ttft_s is None
 
 
-def test_a_healthy_engine_gives_its_load_and_server_info(engine):
-    source = _source(engine.url)
+def test_a_healthy_engine_gives_its_load_and_server_info(proxy):
+    source = _source(proxy.url)
     snapshot = source.sample()
     assert snapshot.state == "ok" and snapshot.reason is None and snapshot.latency_s < SLOW_AFTER_S
-    assert snapshot.load.running_requests == 1 and snapshot.load.gen_throughput == 42.5
-    assert snapshot.info.served_model_name == "MiniMax-M3" and snapshot.rates is None
+    assert snapshot.load.max_total_tokens > 0 and snapshot.load.max_running_requests > 0
+    assert snapshot.info.served_model_name and snapshot.info.metrics_enabled
     source.sample()
-    assert [p for _, p in engine.hits].count("/server_info") == 1  # re-read every 30 s, not every tick
+    assert proxy.paths().count("/server_info") == 1  # re-read every 30 s, not every tick
 
 
-def test_metrics_are_read_only_when_the_engine_exports_them(engine):
-    source = _source(engine.url)
-    source.sample()
-    assert "/metrics" not in engine.paths_hit()
-    engine.info = server_info_body(metrics=True)
-    engine.metrics_text = _metrics_text(100, 100, [])
-    source = _source(engine.url)
+def test_the_engine_metrics_give_token_rates_after_a_chat(sim, proxy):
+    source = _source(proxy.url)
     assert source.sample().rates is None  # the first read is the baseline
-    engine.metrics_text = _metrics_text(100, 400, [0.25])
+    chat(sim.url, max_tokens=30, api_key=KEY)
     rates = source.sample().rates
-    assert rates is not None and rates.generation_tokens_per_s > 0 and rates.mean_ttft_s == pytest.approx(0.25)
+    assert rates is not None and rates.generation_tokens_per_s > 0 and rates.requests_per_s > 0
+    assert rates.mean_ttft_s is not None and rates.mean_ttft_s >= 0
 
 
 def test_an_engine_that_is_down_is_unreachable_with_a_reason():
-    source = _source(f"http://127.0.0.1:{_free_port()}")
-    snapshot = source.sample()
+    snapshot = _source(f"http://127.0.0.1:{free_port()}").sample()
     assert snapshot.state == "unreachable" and not snapshot.reachable and snapshot.load is None
     assert "cannot reach" in snapshot.reason
 
 
-def test_a_slow_engine_is_slow_then_recovers(engine):
-    source = _source(engine.url)
+def test_a_slow_engine_is_slow_then_recovers(proxy):
+    source = _source(proxy.url)
     assert source.sample().state == "ok"
-    engine.delay_s["/v1/loads"] = SLOW_AFTER_S + 0.1  # late but within the timeout: figures, marked slow
+    proxy.delay_s["/v1/loads"] = SLOW_AFTER_S + 0.1  # late but within the timeout: figures, marked slow
     late = source.sample()
     assert late.state == "slow" and late.load is not None and "took" in late.reason
-    engine.delay_s["/v1/loads"] = TIMEOUT_S + 0.3  # no answer in time
+    proxy.delay_s["/v1/loads"] = TIMEOUT_S + 0.3  # no answer in time
     stuck = source.sample()
     assert stuck.state == "slow" and stuck.load is None and "did not answer" in stuck.reason
     assert stuck.info is not None  # what is known of the engine survives a slow tick
-    engine.delay_s.clear()
+    proxy.delay_s.clear()
     assert source.sample().state == "ok"
 
 
-def test_an_engine_that_comes_back_is_a_new_epoch(engine):
-    source = _source(engine.url)
+def test_an_engine_that_comes_back_is_a_new_epoch(sim, proxy):
+    source = _source(proxy.url)
     source.sample()
     first = source.epoch
     source.sample()
     assert source.epoch == first
-    source.set_target(MonitorTarget(engine_url=f"http://127.0.0.1:{_free_port()}"))
+    port = proxy.port
+    proxy.close()
     assert source.sample().state == "unreachable"
-    source.set_target(MonitorTarget(engine_url=engine.url))
-    source.sample()
+    with FaultProxy(sim.url, port):
+        assert source.sample().state == "ok"
     assert source.epoch == first + 1
 
 
-def test_a_wrong_api_key_is_an_error_that_says_so():
-    with FakeEngine(api_key="right") as engine:
-        assert _source(engine.url, api_key="right").sample().state == "ok"
-        refused = _source(engine.url, api_key="wrong").sample()
-        assert refused.state == "error" and "API key" in refused.reason
+def test_a_wrong_api_key_is_an_error_that_says_so(sim):
+    refused = _source(sim.url, api_key="wrong").sample()
+    assert refused.state == "error" and "API key" in refused.reason
+    assert _source(sim.url, api_key=None).sample().state == "error"
 
 
 def test_no_engine_and_a_bad_url_are_states_not_exceptions():
@@ -162,7 +175,13 @@ def test_no_engine_and_a_bad_url_are_states_not_exceptions():
     assert _source("not-a-url").sample().state == "unreachable"
 
 
-def test_an_answer_that_is_not_loads_is_an_error(engine):
-    engine.loads = None  # 404: not an sglang server
-    snapshot = _source(engine.url).sample()
+def test_a_server_that_is_not_an_engine_is_an_error(tmp_path):
+    handler = lambda *args: http.server.SimpleHTTPRequestHandler(*args, directory=str(tmp_path))  # noqa: E731
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        snapshot = _source(f"http://127.0.0.1:{server.server_address[1]}").sample()
+    finally:
+        server.shutdown()
+        server.server_close()
     assert snapshot.state == "error" and "404" in snapshot.reason

@@ -1,4 +1,8 @@
-"""The expert panel's source against a real HTTP server that keeps sglang's recorder rings and writes its dumps."""
+"""The expert panel's source against the simulated engine, whose recorder writes sglang's real dump files.
+
+What the panel shows is checked against the dumps as real torch reads them. Uniform placement with the
+seed's 4 GPU experts per MoE layer puts experts 0..3 of every MoE layer on the GPU.
+"""
 
 from __future__ import annotations
 
@@ -8,35 +12,61 @@ import time
 import numpy as np
 import pytest
 
+from launch.model_config import load_model_shape
+from launch.placement import gpu_expert_mask
 from m3ui.experts.hit_rate import HitRate
-from m3ui.monitor.engine import EngineSource
+from m3ui.monitor.engine import EngineSnapshot, EngineSource
+from m3ui.monitor.engine_parse import ServerInfo
 from m3ui.monitor.experts import ExpertSource
 from m3ui.monitor.sampler import Sampler, SamplerConfig
 from m3ui.monitor.target import MonitorTarget
-from tests.monitor_fake_engine import RECORDER_PATHS, FakeEngine, FakeRecorder, server_info_body
+from tests.fault_proxy import FaultProxy
+from tests.monitor_sims import RECORDER_PATHS, alive, chat, dump_now, recorder_on, sim_with
+from tests.sim_process import sim_settings
 
-LAYERS, EXPERTS = 4, 6  # layer 0 dense
-GPU = np.zeros((LAYERS, EXPERTS), dtype=bool)
-GPU[1:, :2] = True  # experts 0 and 1 of every MoE layer on the GPU
+M3 = load_model_shape(None)
+MOE = list(M3.moe_layer_ids)
+GPU_EXPERTS = 4  # the single-GPU preset's --kt-num-gpu-experts
 
 
-def _pass(*hits: tuple[int, int]) -> np.ndarray:
-    """One forward pass's counts: one activation per (layer, expert), every MoE layer routed."""
-    counts = np.zeros((LAYERS, EXPERTS), dtype=np.int32)
-    for layer in range(1, LAYERS):
-        counts[layer, 5] = 1  # a CPU expert
-    for layer, expert in hits:
-        counts[layer, expert] += 1
-    return counts
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    return tmp_path_factory.mktemp("recorder")
+
+
+@pytest.fixture(scope="module")
+def recording(folder):
+    """stat recorder, GPU masks, an unbounded buffer."""
+    with sim_with(folder, **recorder_on()) as sim:
+        yield sim
+
+
+@pytest.fixture(scope="module")
+def plain():
+    """No recorder mode: its recorder endpoints kill it, like the real server."""
+    with sim_with() as sim:
+        yield sim
+
+
+@pytest.fixture(scope="module")
+def ring_folder(tmp_path_factory):
+    return tmp_path_factory.mktemp("ring")
+
+
+@pytest.fixture(scope="module")
+def ring(ring_folder):
+    """stat recorder without GPU masks, a ring of 8 forward passes."""
+    with sim_with(ring_folder, **recorder_on(buffer_size=8, masks=False)) as sim:
+        yield sim
 
 
 class Rig:
-    """An engine source and an expert source watching one fake engine, stepped by hand."""
+    """An engine source and an expert source watching one engine, stepped by hand."""
 
-    def __init__(self, engine: FakeEngine, folder, assumed: np.ndarray | None = None) -> None:
-        self.engine_source = EngineSource(timeout_s=1.0, slow_after_s=0.5)
-        self.experts = ExpertSource(window_s=600, dump_every_s=5, timeout_s=2.0, top_n=3)
-        target = MonitorTarget(engine_url=engine.url, recorder_dir=folder, assumed_gpu_mask=assumed)
+    def __init__(self, url: str, folder, assumed: np.ndarray | None = None) -> None:
+        self.engine_source = EngineSource(timeout_s=5.0, slow_after_s=2.0)
+        self.experts = ExpertSource(window_s=600, dump_every_s=5, timeout_s=10.0, top_n=3)
+        target = MonitorTarget(engine_url=url, recorder_dir=folder, assumed_gpu_mask=assumed)
         self.engine_source.set_target(target)
         self.experts.set_target(target)
 
@@ -49,133 +79,155 @@ class Rig:
 
 
 @pytest.fixture
-def recorder(tmp_path):
-    return FakeRecorder(tmp_path / "recorder", rows=8, layers=LAYERS, experts=EXPERTS)
+def proxy(recording):
+    with FaultProxy(recording.url) as fault:
+        yield fault
 
 
 @pytest.fixture
-def rig(recorder):
-    with FakeEngine(recorder) as engine:
-        rig = Rig(engine, recorder.folder)
-        rig.fake = engine
-        yield rig
-        rig.close()
+def rig(proxy, folder):
+    rig = Rig(proxy.url, folder)
+    yield rig
+    rig.close()
 
 
-def _recorder_calls(engine: FakeEngine) -> list[str]:
-    return [path for _, path in engine.hits if path in RECORDER_PATHS]
+def _recorder_calls(proxy: FaultProxy) -> list[str]:
+    return [path for path in proxy.paths() if path in RECORDER_PATHS]
 
 
-def test_without_a_recorder_mode_the_sampler_never_calls_the_recorder_endpoints(tmp_path):
-    config = SamplerConfig(interval_s=0.02, expert_dump_every_s=0.02, request_timeout_s=1.0)
-    with FakeEngine() as engine:
-        sampler = Sampler(MonitorTarget(engine_url=engine.url, recorder_dir=tmp_path), config)
+def test_without_a_recorder_mode_the_sampler_never_calls_the_recorder_endpoints(plain, tmp_path):
+    config = SamplerConfig(interval_s=0.02, expert_dump_every_s=0.02, request_timeout_s=2.0)
+    with FaultProxy(plain.url) as proxy:
+        sampler = Sampler(MonitorTarget(engine_url=proxy.url, recorder_dir=tmp_path), config)
         with sampler:
             deadline = time.monotonic() + 5
             while sampler.latest().experts.status != "disabled" and time.monotonic() < deadline:
                 time.sleep(0.02)
-            time.sleep(0.2)  # many more ticks and polls
+            time.sleep(0.3)  # many more ticks and polls
             assert sampler.expert_checkpoint() is None
         snapshot = sampler.latest().experts
         assert snapshot.status == "disabled"
         for needed in ("--expert-distribution-recorder-mode stat", "--record-kt-gpu-expert-distribution",
                        "--expert-distribution-recorder-buffer-size", "mounted"):
             assert needed in snapshot.reason
-        assert [p for _, p in engine.hits].count("/v1/loads") > 5
-        assert _recorder_calls(engine) == [] and not engine.killed
+        assert proxy.paths().count("/v1/loads") > 5
+        assert _recorder_calls(proxy) == [] and "/metrics" not in proxy.paths()  # nor /metrics: not enabled
+    assert alive(plain)
 
 
-def test_a_mode_this_panel_cannot_read_is_explained_without_calling_the_recorder(tmp_path, recorder):
-    with FakeEngine(recorder) as engine:
-        engine.info = server_info_body(recorder_mode="per_pass")
-        rig = Rig(engine, recorder.folder)
-        snapshot = rig.poll()
+def test_a_mode_this_panel_cannot_read_is_explained_without_calling_the_recorder(plain, tmp_path):
+    with FaultProxy(plain.url) as proxy:
+        rig = Rig(proxy.url, tmp_path)
+        answered = rig.engine_source.sample()
+        info = ServerInfo("0.7.2", "MiniMax-M3", "per_pass", 1000, True, False)  # what a per_pass engine reports
+        snapshot = rig.experts.poll(EngineSnapshot(answered.time, "ok", info=info), rig.engine_source.epoch)
         rig.close()
-    assert snapshot.status == "unsupported_mode" and "'per_pass'" in snapshot.reason
-    assert _recorder_calls(engine) == []
+        assert snapshot.status == "unsupported_mode" and "'per_pass'" in snapshot.reason
+        assert _recorder_calls(proxy) == []
+    assert alive(plain)
 
 
-def test_recording_starts_once_then_each_poll_reads_and_deletes_the_new_dumps(rig, recorder):
-    recorder.folder.mkdir(parents=True)
-    stale = recorder.folder / "expert_distribution_recorder_1.0.pt"  # from before: not ours
+def test_an_engine_whose_dump_folder_is_not_local_is_explained_without_calling_the_recorder(proxy):
+    rig = Rig(proxy.url, None)  # an attached engine: its dumps land on its own host
+    snapshot = rig.poll()
+    rig.close()
+    assert snapshot.status == "no_local_folder" and "dump folder to be local" in snapshot.reason
+    assert _recorder_calls(proxy) == []
+
+
+def test_recording_starts_once_then_each_poll_reads_and_deletes_the_new_dumps(recording, folder, rig, proxy):
+    stale = folder / "expert_distribution_recorder_1.0.pt"  # from before: not ours
     stale.write_bytes(b"left by someone else")
     first = rig.poll()
-    assert first.status == "recording" and _recorder_calls(rig.fake) == ["/start_expert_distribution_record"]
-    assert recorder.recording
-    for hits in ([(1, 0), (2, 0), (3, 1)], [(1, 2), (2, 1), (3, 0)]):
-        recorder.record_pass(_pass(*hits), GPU)
+    assert first.status == "recording" and _recorder_calls(proxy) == ["/start_expert_distribution_record"]
+    chat(recording.url, "write a poem about the sea")
+    chat(recording.url, "explain how tides work")
+    truth = dump_now(recording.url, folder)  # read by torch before the monitor reads and deletes it
     snapshot = rig.poll()
-    assert _recorder_calls(rig.fake)[1:] == ["/dump_expert_distribution_record"]
+    assert _recorder_calls(proxy)[1:] == ["/dump_expert_distribution_record"]
     assert snapshot.status == "recording" and snapshot.warnings == ()
-    assert snapshot.activations == 6 + 6  # each pass: 3 routed hits + 3 on expert 5
-    assert snapshot.hit_rate == HitRate(5, 12) and snapshot.residency_source == "recorded"
-    assert snapshot.layer_hit_rates == (None, 0.25, 0.5, 0.5)  # layer 1 routed expert 2 (CPU) once
-    assert snapshot.hottest_cpu[0].expert == 5 and snapshot.coldest_gpu[0].activations == 0
+    assert snapshot.activations == truth.total_activations > 0
+    assert np.array_equal(snapshot.counts, truth.counts)
+    assert snapshot.hit_rate == HitRate(truth.gpu_activations, truth.total_activations)
+    assert snapshot.residency_source == "recorded"
+    assert np.array_equal(snapshot.residency[MOE], truth.residency[MOE])
+    assert snapshot.residency[MOE, :GPU_EXPERTS].all() and not snapshot.residency[MOE, GPU_EXPERTS:].any()
+    assert [snapshot.layer_hit_rates[layer] is None for layer in range(M3.num_layers)] == [
+        layer not in MOE for layer in range(M3.num_layers)]  # dense layers route nothing
+    assert all(rank.expert >= GPU_EXPERTS for rank in snapshot.hottest_cpu)
+    assert all(rank.expert < GPU_EXPERTS for rank in snapshot.coldest_gpu)
     assert snapshot.heatmap_data_url.startswith("data:image/png;base64,")
-    assert sorted(p.name for p in recorder.folder.iterdir()) == [stale.name]  # ours deleted, the stale one kept
-    assert rig.poll().activations == 12  # an idle dump adds nothing
+    assert sorted(p.name for p in folder.iterdir()) == [stale.name]  # ours deleted, the stale one kept
+    assert rig.poll().activations == truth.total_activations  # an idle dump adds nothing
+    stale.unlink()
 
 
-def test_two_checkpoints_bracket_exactly_the_passes_of_one_answer(rig, recorder):
+def test_two_checkpoints_bracket_exactly_the_passes_of_one_answer(recording, folder, rig):
     rig.poll()
-    recorder.record_pass(_pass((1, 4), (2, 4), (3, 4)), GPU)  # before the answer: all CPU
+    chat(recording.url, "a story about dragons")  # before the answer
     t0 = rig.experts.checkpoint()
-    recorder.record_pass(_pass((1, 0), (2, 1), (3, 0)), GPU)  # the answer: 3 GPU hits of 6
+    chat(recording.url, "explain photosynthesis")  # the answer
+    truth = dump_now(recording.url, folder)
     t1 = rig.experts.checkpoint()
     assert t0 is not None and t1 is not None and t1 >= t0
-    assert rig.experts.hit_rate_between(t0, t1) == HitRate(3, 6)
-    assert rig.experts.latest().hit_rate == HitRate(3, 12)
+    assert rig.experts.hit_rate_between(t0, t1) == HitRate(truth.gpu_activations, truth.total_activations)
+    assert rig.experts.latest().activations > truth.total_activations  # the window holds both chats
 
 
-def test_a_ring_that_filled_up_between_two_dumps_is_reported(rig, recorder):
+def test_a_ring_that_filled_up_between_two_dumps_is_reported(ring, ring_folder):
+    rig = Rig(ring.url, ring_folder)
     rig.poll()
-    for _ in range(recorder.rows + 2):
-        recorder.record_pass(_pass(), GPU)
+    chat(ring.url, max_tokens=30)  # a prefill and ~30 decode passes into a ring of 8
     snapshot = rig.poll()
-    assert snapshot.activations == 3 * recorder.rows  # the two oldest passes were overwritten
+    rig.close()
+    assert rig.experts.points()[-1].passes == 8  # the older passes were overwritten
     assert any("--expert-distribution-recorder-buffer-size" in w for w in snapshot.warnings)
 
 
-def test_dumps_that_never_appear_in_the_folder_turn_into_an_error_that_names_the_folder(recorder, tmp_path):
-    with FakeEngine(recorder) as engine:
-        rig = Rig(engine, tmp_path / "elsewhere")
-        rig.poll()
-        states = [rig.poll().status for _ in range(3)]
-        rig.close()
+def test_dumps_that_never_appear_in_the_folder_turn_into_an_error_that_names_the_folder(recording, folder, tmp_path):
+    before = set(folder.iterdir())
+    rig = Rig(recording.url, tmp_path / "elsewhere")
+    rig.poll()
+    states = [rig.poll().status for _ in range(3)]
+    rig.close()
+    for left in set(folder.iterdir()) - before:  # what the engine wrote where the monitor did not look
+        left.unlink()
     assert states[0] == "recording" and states[-1] == "error"
     assert str(tmp_path / "elsewhere") in rig.experts.latest().reason
 
 
-def test_an_engine_that_comes_back_gets_its_recorder_started_again(rig, recorder):
+def test_an_engine_that_comes_back_gets_its_recorder_started_again(recording, proxy, rig):
     rig.poll()
-    url = rig.fake.url
-    rig.engine_source.set_target(MonitorTarget(engine_url="http://127.0.0.1:9"))  # nothing listens on port 9
+    port = proxy.port
+    proxy.close()
     assert rig.poll().status == "no_engine"
-    rig.engine_source.set_target(MonitorTarget(engine_url=url))
-    rig.poll()
-    assert _recorder_calls(rig.fake).count("/start_expert_distribution_record") == 2
+    with FaultProxy(recording.url, port) as back:
+        assert rig.poll().status == "recording"
+        assert _recorder_calls(back) == ["/start_expert_distribution_record"]
+    assert _recorder_calls(proxy).count("/start_expert_distribution_record") == 1
 
 
-def test_without_gpu_masks_the_placement_from_the_settings_stands_in(tmp_path):
-    recorder = FakeRecorder(tmp_path / "rec", rows=8, layers=LAYERS, experts=EXPERTS, masks=False)
-    with FakeEngine(recorder) as engine:
-        unknown, assumed = Rig(engine, recorder.folder), Rig(engine, recorder.folder, assumed=GPU)
-        unknown.poll()
-        recorder.record_pass(_pass((1, 0)), GPU)
-        blind = unknown.poll()
-        assumed.poll()  # restarts recording: a new window for this source
-        recorder.record_pass(_pass((1, 0)), GPU)
-        placed = assumed.poll()
-        unknown.close()
-        assumed.close()
-    assert blind.hit_rate is None and blind.residency_source == "unknown"
+def test_without_gpu_masks_the_placement_from_the_settings_stands_in(ring, ring_folder):
+    assumed_mask = gpu_expert_mask(M3, sim_settings(ring.port))
+    unknown, assumed = Rig(ring.url, ring_folder), Rig(ring.url, ring_folder, assumed=assumed_mask)
+    unknown.poll()
+    chat(ring.url, max_tokens=4)
+    blind = unknown.poll()
+    assumed.poll()  # restarts recording: a new window for this source
+    chat(ring.url, max_tokens=4)
+    truth = dump_now(ring.url, ring_folder, gpu_mask=assumed_mask)
+    placed = assumed.poll()
+    unknown.close()
+    assumed.close()
+    assert blind.activations > 0 and blind.hit_rate is None and blind.residency_source == "unknown"
     assert any("--record-kt-gpu-expert-distribution" in w for w in blind.warnings)
-    assert placed.residency_source == "assumed" and placed.hit_rate == HitRate(1, 4)
+    assert placed.residency_source == "assumed"
+    assert placed.hit_rate == HitRate(truth.gpu_activations, truth.total_activations)
 
 
-def test_readers_do_not_wait_for_a_slow_dump(rig):
+def test_readers_do_not_wait_for_a_slow_dump(rig, proxy):
     rig.poll()
-    rig.fake.delay_s["/dump_expert_distribution_record"] = 1.0
+    proxy.delay_s["/dump_expert_distribution_record"] = 1.0
     polling = threading.Thread(target=rig.poll)
     polling.start()
     time.sleep(0.1)  # the dump is in flight

@@ -69,6 +69,17 @@ def render_heatmap(counts: np.ndarray, residency: np.ndarray | None, cell_px: in
     return buffer.getvalue()
 
 
+def ramp_css_gradient() -> str:
+    """The heatmap's colour ramp as a CSS `linear-gradient` (for a legend drawn in HTML)."""
+    stops = ", ".join(f"rgb({r:.0f},{g:.0f},{b:.0f})" for r, g, b in _RAMP_ANCHORS)
+    return f"linear-gradient(to right, {stops})"
+
+
+def gpu_edge_css() -> str:
+    """The colour that marks GPU-resident experts, as CSS."""
+    return "rgb({},{},{})".format(*_GPU_EDGE_RGB)
+
+
 def png_data_url(png: bytes) -> str:
     """`data:image/png;base64,...` for an <img src> (no file, no cache entry)."""
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")

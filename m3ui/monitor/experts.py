@@ -2,7 +2,8 @@
 
 Only when /server_info shows a recorder mode: on a server started without one, the recorder endpoints
 raise in the scheduler and kill the whole server (ENGINE_CONTRACT.md §6), so without a mode this source
-never calls them and explains how to turn the recorder on instead.
+never calls them and explains how to turn the recorder on instead. Nor without a local view of the engine's
+dump folder (`MonitorTarget.recorder_dir` None: an attached engine): dumps nobody reads would pile up there.
 
 With mode `stat`, recording is started once per engine (a new engine, or the same one after it was
 unreachable), then every poll dumps, reads the files that appeared in the recorder folder (never those
@@ -38,7 +39,8 @@ from m3ui.monitor.engine_parse import ServerInfo
 from m3ui.monitor.http import EngineHttp
 from m3ui.monitor.target import MonitorTarget
 
-ExpertStatus = Literal["pending", "no_engine", "disabled", "unsupported_mode", "recording", "error"]
+ExpertStatus = Literal["pending", "no_engine", "disabled", "unsupported_mode", "no_local_folder", "recording",
+                       "error"]
 ResidencySource = Literal["recorded", "assumed", "unknown"]
 
 SUPPORTED_MODE = "stat"  # per_pass / per_token dump per-pass record lists, not counts
@@ -124,7 +126,8 @@ class ExpertSource:
 
     @property
     def folder(self) -> Path:
-        return self._target.recorder_dir or Path(DEFAULT_RECORDER_DIR)
+        assert self._target.recorder_dir is not None  # poll() never drives the recorder without one
+        return self._target.recorder_dir
 
     def set_target(self, target: MonitorTarget) -> None:
         with self._lock:
@@ -180,6 +183,12 @@ class ExpertSource:
                 self._started_epoch = None
                 return self._set("unsupported_mode", f"Recorder mode {info.recorder_mode!r} dumps per-pass "
                                  "records this panel does not read. " + enable_hint(self._dump_every_s))
+            if self._target.recorder_dir is None:
+                self._started_epoch = None
+                return self._set("no_local_folder", "The engine records expert routing, but it writes its dumps to "
+                                 f"${RECORDER_DIR_ENV} on its own host, and this monitor has no local view of that "
+                                 "folder: expert statistics need the dump folder to be local (launch the engine "
+                                 "from m3ui's admin panel).")
             if self._started_epoch != epoch:
                 problem = self._start_recording()
                 if problem:

@@ -45,7 +45,9 @@ class MonitorTarget:
     engine_url: str | None = None  # e.g. http://127.0.0.1:30000; None: no engine to watch
     api_key: str | None = field(default=None, repr=False)
     engine_pid: int | None = None  # the engine's root process on this machine; None: remote or unknown
-    # Where this machine sees the engine's $SGLANG_EXPERT_DISTRIBUTION_RECORDER_DIR; None: sglang's default.
+    # Where this machine sees the engine's $SGLANG_EXPERT_DISTRIBUTION_RECORDER_DIR; None: not visible here
+    # (an attached engine writes on its own host), so its recorder is never driven: each dump would leave
+    # tens of MB there that nobody reads or deletes.
     recorder_dir: Path | None = None
     kt_threads: KtThreads | None = None
     # bool [layers, experts] from the launch settings, used when the engine does not dump its GPU masks.

@@ -1,0 +1,151 @@
+"""The Monitor tab: a headline (GPU hit rate, tok/s, requests, GPU memory, CPU), then the expert, engine,
+GPU and CPU panels, each with its history.
+
+Sample once, serve many: the app's one sampler (services.monitor) samples in the background and every
+browser session's timer only reads its cached snapshot. A session is sent only what changed: the
+heatmap (~10 kB) when a new recorder dump arrived, the history charts every few seconds, and nothing at
+all while the tab is hidden (its timer is off).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+from gradio.context import Context
+
+from m3ui.monitor.experts import ExpertSnapshot
+from m3ui.monitor.sampler import MonitorHistory, MonitorSnapshot
+from m3ui.services import AppServices
+from m3ui.ui import monitor_frames as frames
+from m3ui.ui.monitor_engine_html import engine_panel, headline
+from m3ui.ui.monitor_experts_html import experts_panel, rankings_panel
+from m3ui.ui.monitor_machine_html import cpu_panel, gpu_panel
+
+REFRESH_S = 1.0
+CHARTS_EVERY_S = 5.0
+CHART_SPAN_S = 300.0  # the history charts show the last 5 minutes
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What one browser session was sent last, so a tick re-sends only what changed."""
+
+    experts_at: float = 0.0  # time of the expert snapshot sent
+    charts_at: float = 0.0
+
+
+@dataclass
+class MonitorPanels:
+    """The tab's components, in the order `refresh` fills them: live figures, expert panel, charts."""
+
+    headline: gr.HTML
+    engine: gr.HTML
+    gpu: gr.HTML
+    cpu: gr.HTML
+    experts: gr.HTML
+    expert_details: gr.Row
+    rankings: gr.HTML
+    hit_history: gr.LinePlot
+    throughput: gr.LinePlot
+    requests: gr.LinePlot
+    gpu_charts: gr.Row
+    gpu_load: gr.LinePlot
+    gpu_memory: gr.LinePlot
+    cpu_load: gr.LinePlot
+    seen: gr.State
+
+    def outputs(self) -> list[gr.components.Component | gr.blocks.BlockContext]:
+        return list(vars(self).values())
+
+
+def _expert_updates(experts: ExpertSnapshot) -> tuple[Any, ...]:
+    return experts_panel(experts), gr.Row(visible=experts.status == "recording"), rankings_panel(experts)
+
+
+def _chart_updates(snapshot: MonitorSnapshot, history: MonitorHistory) -> tuple[Any, ...]:
+    gpu_ok = snapshot.gpu.status == "ok"
+    nodes = [f"node {n.node}" for n in snapshot.cpu.nodes]
+    gpu_charts = (frames.gpu_load(history.gpu), frames.gpu_memory(history.gpu)) if gpu_ok else (gr.skip(),) * 2
+    return (frames.expert_hit_history(history.experts), frames.engine_throughput(history.engine),
+            frames.engine_requests(history.engine), gr.Row(visible=gpu_ok), *gpu_charts,
+            frames.cpu_load(history.cpu, nodes))
+
+
+def refresh(services: AppServices, seen: Seen) -> tuple[Any, ...]:
+    """One session's update: reads the sampler's cached snapshot and history, never samples. The live
+    figures come every tick, the expert panel when a new dump was read, the charts every few seconds but
+    never with the expert panel, so that no refresh weighs much more than the heatmap (~15 kB)."""
+    sampler, status = services.monitor.sampler, services.link.status()
+    snapshot, now = sampler.latest(), time.time()
+    experts_new = snapshot.experts.time != seen.experts_at
+    charts_due = now - seen.charts_at >= CHARTS_EVERY_S and not experts_new
+    experts = _expert_updates(snapshot.experts) if experts_new else (gr.skip(),) * 3
+    charts = (_chart_updates(snapshot, sampler.history(since=now - CHART_SPAN_S)) if charts_due
+              else (gr.skip(),) * 7)
+    return (
+        headline(snapshot, status), engine_panel(snapshot.engine, status), gpu_panel(snapshot.gpu, status.simulated),
+        cpu_panel(snapshot.cpu, status.simulated), *experts, *charts,
+        Seen(snapshot.experts.time, now if charts_due else seen.charts_at),
+    )
+
+
+def _chart(name: str, label: str, y_title: str, percent: bool = False) -> gr.LinePlot:
+    # no `height`: with one, Gradio 6.31 clips the legend off
+    return gr.LinePlot(x="time", y="value", color="series", color_title="", label=label, x_title="", y_title=y_title,
+                       y_lim=[0, 100] if percent else None, elem_id=f"m3-mon-{name}")
+
+
+def _build() -> MonitorPanels:
+    with gr.Column(elem_classes="m3-monitor"):
+        head = gr.HTML(elem_id="m3-mon-headline")
+        gr.Markdown("### Expert utilization", elem_classes="m3-h")
+        experts = gr.HTML(elem_id="m3-mon-experts")
+        with gr.Row(equal_height=False, visible=False) as expert_details:
+            with gr.Column(scale=2):
+                hit_history = _chart("hit-history", "GPU hit rate per recorder dump", "%", percent=True)
+            with gr.Column(scale=3):
+                rankings = gr.HTML(elem_id="m3-mon-rankings")
+        gr.Markdown("### Engine", elem_classes="m3-h")
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=2, min_width=260):
+                engine = gr.HTML(elem_id="m3-mon-engine")
+            with gr.Column(scale=3):
+                throughput = _chart("throughput", "Throughput", "tokens/s")
+            with gr.Column(scale=3):
+                requests = _chart("requests", "Requests", "requests")
+        gr.Markdown("### GPUs", elem_classes="m3-h")
+        gpu = gr.HTML(elem_id="m3-mon-gpu")
+        with gr.Row(visible=False) as gpu_charts:
+            gpu_load = _chart("gpu-load", "GPU load", "%", percent=True)
+            gpu_memory = _chart("gpu-memory", "GPU memory used", "GiB")
+        gr.Markdown("### CPU", elem_classes="m3-h")
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=3):
+                cpu = gr.HTML(elem_id="m3-mon-cpu")
+            with gr.Column(scale=2):
+                cpu_load = _chart("cpu-load", "CPU load", "%", percent=True)
+    return MonitorPanels(head, engine, gpu, cpu, experts, expert_details, rankings, hit_history, throughput, requests,
+                         gpu_charts, gpu_load, gpu_memory, cpu_load, gr.State(Seen()))
+
+
+def build_monitor_tab(services: AppServices) -> MonitorPanels:
+    """Inside a gr.Tab the refresh runs only while that tab is shown; elsewhere it always runs."""
+    tab = Context.block if isinstance(Context.block, gr.Tab) else None
+    panels = _build()
+    timer = gr.Timer(REFRESH_S, active=tab is None)
+    outputs = panels.outputs()
+
+    def update(seen: Seen) -> tuple[Any, ...]:
+        return refresh(services, seen)
+
+    timer.tick(update, panels.seen, outputs, show_progress="hidden", queue=False)
+    if tab is not None:
+        def follow_tab(event: gr.SelectData) -> gr.Timer:
+            return gr.Timer(active=event.value == tab.label)
+
+        tab.select(update, panels.seen, outputs, show_progress="hidden", queue=False)
+        tab.parent.select(follow_tab, None, timer, queue=False)
+    return panels

@@ -1,0 +1,95 @@
+"""The Monitor tab in real Chromium against `python app.py` on the simulated engine: the panels render, the
+expert heatmap and the figures update while the engine serves chats, and a hidden tab costs no refreshes."""
+
+from __future__ import annotations
+
+import re
+import threading
+
+import pytest
+
+from tests.app_process import running_app
+from tests.browser import chromium_page
+from tests.monitor_sims import chat
+
+pytestmark = pytest.mark.browser
+UI_TIMEOUT_MS = 30_000
+HEATMAP = "#m3-mon-experts img[data-activations]"
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    with running_app(tmp_path_factory.mktemp("monitor")) as app:
+        app.wait_engine_ready()
+        yield app
+
+
+@pytest.fixture
+def page(app):
+    with chromium_page((1400, 1000)) as page:
+        page.set_default_timeout(UI_TIMEOUT_MS)
+        page.goto(app.url)
+        page.get_by_role("tab", name="Monitor").click()
+        page.wait_for_selector('#m3-mon-headline [data-engine-state="ok"]')
+        yield page
+
+
+@pytest.fixture
+def chats(page):
+    """Two users chatting with the engine the app started, for as long as the test runs."""
+    match = re.search(r"at (http://127\.0\.0\.1:\d+)", page.inner_text("#m3-mon-headline"))
+    assert match, page.inner_text("#m3-mon-headline")
+    stop = threading.Event()
+
+    def keep_chatting(topic: str) -> None:
+        while not stop.is_set():
+            chat(match.group(1), topic, max_tokens=60)
+
+    users = [threading.Thread(target=keep_chatting, args=(topic,), daemon=True)
+             for topic in ("write a poem about the sea", "explain how tides work")]
+    for user in users:
+        user.start()
+    yield
+    stop.set()
+    for user in users:
+        user.join(30)
+
+
+def _activations(page) -> int:
+    return int(page.get_attribute(HEATMAP, "data-activations"))
+
+
+def test_the_panels_render_and_update_while_the_engine_serves_chats(page, chats):
+    headline = page.locator("#m3-mon-headline")
+    assert "Serving" in headline.inner_text() and "GPU EXPERT HIT RATE" in headline.inner_text().upper()
+    page.wait_for_function(f"(document.querySelector('{HEATMAP}')?.dataset.activations ?? 0) > 0")
+    first = _activations(page)
+    assert page.get_attribute(HEATMAP, "src").startswith("data:image/png;base64,")
+    assert re.search(r"GPU expert hit rate\s+\d+\.\d%", headline.inner_text(), re.IGNORECASE)
+    assert "Hottest CPU-resident experts" in page.inner_text("#m3-mon-rankings")
+    page.wait_for_function(f"document.querySelector('{HEATMAP}').dataset.activations > {first}")  # a later dump
+    assert re.search(r"\d+(\.\d)? tok/s", headline.inner_text())
+    for chart in ("throughput", "requests", "cpu-load", "hit-history"):
+        page.wait_for_selector(f"#m3-mon-{chart} canvas, #m3-mon-{chart} svg")
+    gpu = page.inner_text("#m3-mon-gpu")
+    assert "No NVIDIA GPU on this machine" in gpu or "GPU 0" in gpu
+    assert "NUMA node" in page.inner_text("#m3-mon-cpu") or "All CPUs" in page.inner_text("#m3-mon-cpu")
+
+
+def _monitor_refreshes(page, seconds: float) -> int:
+    """How many monitor refreshes the browser received in `seconds`."""
+    responses: list = []
+    listener = lambda response: responses.append(response)  # noqa: E731
+    page.on("response", listener)
+    page.wait_for_timeout(seconds * 1000)  # (sync Playwright delivers events only while it is called)
+    page.remove_listener("response", listener)
+    return sum(1 for response in responses if "/gradio_api/" in response.url and "m3-kpis" in response.text())
+
+
+def test_the_monitor_refreshes_only_while_its_tab_is_shown(page):
+    assert _monitor_refreshes(page, 2.5) >= 2
+    page.get_by_role("tab", name="Chat").click()
+    page.wait_for_timeout(500)  # a refresh already under way may still land
+    assert _monitor_refreshes(page, 2.5) == 0
+    page.get_by_role("tab", name="Monitor").click()
+    assert _monitor_refreshes(page, 2.5) >= 2
