@@ -184,16 +184,21 @@ def test_a_ring_that_filled_up_between_two_dumps_is_reported(ring, ring_folder):
     assert any("--expert-distribution-recorder-buffer-size" in w for w in snapshot.warnings)
 
 
-def test_dumps_that_never_appear_in_the_folder_turn_into_an_error_that_names_the_folder(recording, folder, tmp_path):
+def test_dumps_that_never_appear_in_the_folder_turn_into_an_error_and_dumping_stops(recording, folder, tmp_path):
     before = set(folder.iterdir())
-    rig = Rig(recording.url, tmp_path / "elsewhere")
-    rig.poll()
-    states = [rig.poll().status for _ in range(3)]
-    rig.close()
+    with FaultProxy(recording.url) as proxy:
+        rig = Rig(proxy.url, tmp_path / "elsewhere")
+        rig.poll()
+        states = [rig.poll().status for _ in range(3)]
+        dumps_at_error = _recorder_calls(proxy).count("/dump_expert_distribution_record")
+        later = [rig.poll().status for _ in range(3)]
+        dumps_later = _recorder_calls(proxy).count("/dump_expert_distribution_record")
+        rig.close()
     for left in set(folder.iterdir()) - before:  # what the engine wrote where the monitor did not look
         left.unlink()
-    assert states[0] == "recording" and states[-1] == "error"
+    assert states[0] == "recording" and states[-1] == "error" and later == ["error"] * 3
     assert str(tmp_path / "elsewhere") in rig.experts.latest().reason
+    assert dumps_later == dumps_at_error, "dumps that nobody reads must not pile up on the engine's host"
 
 
 def test_an_engine_that_comes_back_gets_its_recorder_started_again(recording, proxy, rig):

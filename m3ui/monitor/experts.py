@@ -194,11 +194,18 @@ class ExpertSource:
                 if problem:
                     return self._set("error", problem)
                 self._started_epoch = epoch
-            elif not self._dump_and_read() and self._missing_dumps >= _MISSING_DUMPS_BEFORE_ERROR:
-                return self._publish("error", f"The engine dumped, but no dump file appeared in {self.folder}. "
-                                     f"It writes them to ${RECORDER_DIR_ENV} (default {DEFAULT_RECORDER_DIR}) "
-                                     "on its own host: give the monitor that folder (mounted here for a "
-                                     "remote engine).")
+            elif self._missing_dumps >= _MISSING_DUMPS_BEFORE_ERROR:
+                # Dumps nobody can read would pile up on the engine's host: stop asking for them, and only
+                # look for late files until the engine restarts (a new epoch starts recording afresh).
+                added, self._warnings = self._read_new_dumps()
+                if not added:
+                    return self._publish("error", f"The engine dumped, but no dump file appeared in {self.folder}."
+                                         f" It writes them to ${RECORDER_DIR_ENV} (default {DEFAULT_RECORDER_DIR})"
+                                         " on its own host: give the monitor that folder (mounted here for a "
+                                         "remote engine). Dumping is paused until the engine restarts.")
+                self._missing_dumps = 0
+            else:
+                self._dump_and_read()
             return self._publish("recording")
 
     def _set(self, status: ExpertStatus, reason: str) -> ExpertSnapshot:
