@@ -34,13 +34,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from launch.model_config import load_model_shape  # noqa: E402
 from launch.presets import single_gpu, with_expert_monitoring  # noqa: E402
-from launch.sim.torch_save import save_tensors  # noqa: E402
 from m3ui.experts.dump_reader import read_dump  # noqa: E402
 from m3ui.experts.heatmap import png_data_url, render_heatmap  # noqa: E402
 from m3ui.experts.recorder_files import list_dump_files, pair_dumps  # noqa: E402
 from m3ui.monitor.sampler import Sampler, SamplerConfig  # noqa: E402
 from m3ui.monitor.target import target_for_launch  # noqa: E402
 from tests.sim_process import free_port, running_sim  # noqa: E402
+from torchzip.writer import save_tensors  # noqa: E402
 
 TICK_CPU_TARGET_S = 0.020  # 2% of one core at 1 Hz
 HEATMAP_TARGET_BYTES = 25_000

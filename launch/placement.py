@@ -27,7 +27,7 @@ import numpy as np
 from launch.model_config import ModelShape
 from launch.settings import LaunchSettings
 from launch.torch_compat import torch_randperm, torch_topk_indices
-from m3ui.experts.torch_load import TorchFileError, load_tensors
+from torchzip.reader import TorchFileError, load_tensors
 
 RANDOM_PLACEMENT_SEED = 42  # hard-coded in sglang-kt (`generate_random_masks(..., seed=42)`)
 

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from launch.sim.torch_save import save_tensors
 from m3ui.experts.dump_reader import read_dump, reduce_dump
 from m3ui.experts.heatmap import png_data_url, render_heatmap
 from m3ui.experts.hit_rate import ExpertRank, HitRate, coldest_gpu_experts, hottest_cpu_experts
 from m3ui.experts.recorder_files import DumpPair, list_dump_files, pair_dumps, parse_dump_name
-from m3ui.experts.torch_load import TorchFileError, load_tensors
 from m3ui.experts.window import ExpertSlice, ExpertWindow
+from torchzip.reader import TorchFileError, load_tensors
+from torchzip.writer import save_tensors
 
 ROWS, LAYERS, EXPERTS = 5, 3, 4  # layer 0 is dense: never routed, mask rows False
 

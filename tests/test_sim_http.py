@@ -11,9 +11,9 @@ import pytest
 
 from launch.presets import with_expert_monitoring
 from launch.settings import setting_fields
-from m3ui.experts.torch_load import load_tensors
 from tests.sim_process import SimProcess, free_port, running_sim, sim_settings
 from tests.sim_sse import chat
+from torchzip.reader import load_tensors
 
 KEY = "s3cret-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}

@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from launch.sim.torch_save import RECORD_ALIGNMENT, STORAGE_TYPE_BY_DTYPE, save_tensors
-from m3ui.experts.torch_load import TorchFileError, load_tensors
+from torchzip.reader import TorchFileError, load_tensors
+from torchzip.writer import RECORD_ALIGNMENT, STORAGE_TYPE_BY_DTYPE, save_tensors
 
 # The real recorder's default ring buffer and a MiniMax-M3-like layer x expert grid.
 BUFFER, LAYERS, EXPERTS = 1000, 60, 128

@@ -32,7 +32,7 @@ import numpy as np
 from launch.model_config import ModelShape
 from launch.placement import kt_active
 from launch.settings import LaunchSettings
-from launch.sim.torch_save import save_tensors
+from torchzip.writer import save_tensors
 
 RECORDER_DIR_ENV = "SGLANG_EXPERT_DISTRIBUTION_RECORDER_DIR"
 DEFAULT_RECORDER_DIR = "/tmp"

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from m3ui.experts.recorder_files import DumpPair
-from m3ui.experts.torch_load import TorchFileError, load_tensors
+from torchzip.reader import TorchFileError, load_tensors
 
 
 @dataclass(frozen=True, eq=False)

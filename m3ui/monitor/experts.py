@@ -32,12 +32,12 @@ from m3ui.experts.dump_reader import DumpReduction, read_dump
 from m3ui.experts.heatmap import png_data_url, render_heatmap
 from m3ui.experts.hit_rate import ExpertRank, HitRate, coldest_gpu_experts, hottest_cpu_experts
 from m3ui.experts.recorder_files import DumpPair, list_dump_files, pair_dumps
-from m3ui.experts.torch_load import TorchFileError
 from m3ui.experts.window import ExpertSlice, ExpertWindow, HitRatePoint
 from m3ui.monitor.engine import EngineSnapshot
 from m3ui.monitor.engine_parse import ServerInfo
 from m3ui.monitor.http import EngineHttp
 from m3ui.monitor.target import MonitorTarget
+from torchzip.reader import TorchFileError
 
 ExpertStatus = Literal["pending", "no_engine", "disabled", "unsupported_mode", "no_local_folder", "recording",
                        "error"]

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from launch.sim.torch_save import STORAGE_TYPE_BY_DTYPE
+from torchzip.writer import STORAGE_TYPE_BY_DTYPE
 
 
 class TorchFileError(ValueError):
