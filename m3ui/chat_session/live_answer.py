@@ -1,0 +1,166 @@
+"""Fold the events of one running answer into the views the chat shows, and settle the finished answer
+into the saved chat (partial text kept, what went wrong said in a note)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+
+from m3ui.chat_session.answer_run import ApprovalDecided, ApprovalRequested, RunEvent
+from m3ui.chat_session.transcript import CallView, StepView
+from m3ui.client.events import (
+    ContentDelta,
+    Finished,
+    FinishReason,
+    ReasoningDelta,
+    StreamError,
+    StreamStats,
+    ToolCallDelta,
+    ToolCallsComplete,
+    ToolCallStarted,
+)
+from m3ui.client.timing import Clock
+from m3ui.conversation import (
+    AssistantTurn,
+    Conversation,
+    LoopFinished,
+    StepStarted,
+    ToolExecutionFinished,
+    ToolExecutionStarted,
+)
+from m3ui.conversation_store import ChatNote, SavedChat
+
+RETRY_HINT = "Your message is kept: press Regenerate to try again."
+STOPPED_TEXT = "You stopped the answer; what had arrived is kept. Press Regenerate for a new one."
+
+
+@dataclass
+class _Step:
+    reasoning: list[str] = field(default_factory=list)
+    content: list[str] = field(default_factory=list)
+    calls: list[CallView] = field(default_factory=list)
+    call_positions: dict[int, int] = field(default_factory=dict)  # a call's index in the message -> position
+    reasoning_since: float | None = None
+    thinking_s: float | None = None
+    stats: StreamStats | None = None
+    finish_reason: FinishReason | None = None
+
+    def view(self) -> StepView:
+        thinking = self.reasoning_since is not None and self.thinking_s is None and self.stats is None
+        thinking_s = self.stats.thinking_s if self.stats and self.stats.thinking_s is not None else self.thinking_s
+        return StepView("".join(self.reasoning), "".join(self.content), thinking, thinking_s, tuple(self.calls),
+                        self.stats, self.finish_reason)
+
+
+class LiveAnswer:
+    """Not thread-safe: fed and read by the one thread that renders the answer."""
+
+    def __init__(self, clock: Clock = time.monotonic) -> None:
+        self._clock = clock
+        self._steps: list[_Step] = []
+        self.finished: LoopFinished | None = None
+        self.awaiting_approval: CallView | None = None
+
+    def feed(self, event: RunEvent) -> None:
+        if isinstance(event, StepStarted):
+            self._steps.append(_Step())
+        elif isinstance(event, LoopFinished):
+            self.finished, self.awaiting_approval = event, None
+        elif isinstance(event, ToolExecutionStarted | ToolExecutionFinished | ApprovalRequested | ApprovalDecided):
+            self._feed_execution(event)
+        elif self._steps:
+            self._feed_stream(self._steps[-1], event)
+
+    def _feed_stream(self, step: _Step, event: RunEvent) -> None:
+        if isinstance(event, ReasoningDelta):
+            if step.reasoning_since is None:
+                step.reasoning_since = self._clock()
+            step.reasoning.append(event.text)
+            return
+        if isinstance(event, ContentDelta | ToolCallStarted) and step.reasoning_since is not None \
+                and step.thinking_s is None:
+            step.thinking_s = self._clock() - step.reasoning_since  # the answer started: thinking is over
+        if isinstance(event, ContentDelta):
+            step.content.append(event.text)
+        elif isinstance(event, ToolCallStarted):
+            step.call_positions[event.index] = len(step.calls)
+            step.calls.append(CallView(event.id, event.name, "", "receiving"))
+        elif isinstance(event, ToolCallDelta) and event.index in step.call_positions:
+            position = step.call_positions[event.index]
+            call = step.calls[position]
+            step.calls[position] = replace(call, arguments_json=call.arguments_json + event.arguments_fragment)
+        elif isinstance(event, ToolCallsComplete):
+            step.calls = [CallView(c.id, c.name, c.arguments_json, "queued") for c in event.calls]
+        elif isinstance(event, Finished):
+            step.stats, step.finish_reason = event.stats, event.reason
+
+    def _feed_execution(self, event: RunEvent) -> None:
+        calls = self._steps[-1].calls if self._steps else []
+        if isinstance(event, ToolExecutionFinished):
+            call_id, update = event.result.call_id, {"status": "error" if event.result.is_error else "done",
+                                                      "result": event.result}
+        elif isinstance(event, ApprovalRequested):
+            call_id, update = event.call.id, {"status": "awaiting_approval"}
+        else:  # started, or approved (a denied call's "denied by user" error result follows at once)
+            call_id, update = event.call.id, {"status": "running"}
+        # A buggy engine may repeat an id: update the first call with it that is not settled yet.
+        for position, call in enumerate(calls):
+            if call.id == call_id and call.status not in ("done", "error"):
+                calls[position] = replace(call, **update)  # type: ignore[arg-type]
+                break
+        self.awaiting_approval = next((c for c in calls if c.status == "awaiting_approval"), None)
+
+    def steps(self) -> tuple[StepView, ...]:
+        return tuple(step.view() for step in self._steps)
+
+    def settle(self, chat: SavedChat) -> SavedChat:
+        """The chat with this finished answer saved: every turn the loop completed, plus the partial text of a
+        failed step (nothing received is lost), plus a note when it did not simply answer."""
+        finished = self.finished
+        if finished is None:
+            raise RuntimeError("settle() before the answer finished")
+        conversation = finished.conversation
+        if finished.outcome == "error" and self._steps and not self._steps[-1].view().empty:
+            partial = self._steps[-1].view()
+            conversation = conversation.add(AssistantTurn(partial.content, partial.reasoning))
+        turns = conversation.turns
+        last = turns[-1] if turns else None
+        if isinstance(last, AssistantTurn) and not (last.content or last.reasoning or last.tool_calls):
+            conversation = Conversation(turns[:-1], conversation.system_prompt)  # stopped before any token
+        note = outcome_note(finished, len(conversation.turns) - 1)
+        saved = chat.with_conversation(conversation)
+        return saved.add_notes(note) if note else saved
+
+
+def outcome_note(finished: LoopFinished, after_turn: int) -> ChatNote | None:
+    if finished.outcome == "cancelled":
+        return ChatNote(after_turn, "stopped", STOPPED_TEXT)
+    if finished.outcome == "step_limit":
+        return ChatNote(after_turn, "cut", f"{finished.message[:1].upper()}{finished.message[1:]}. Raise the step "
+                        "limit and press Regenerate, or ask a narrower question.")
+    if finished.outcome == "error":
+        return ChatNote(after_turn, "error", error_text(finished.error, finished.message))
+    last = finished.conversation.turns[-1] if finished.conversation.turns else None
+    if isinstance(last, AssistantTurn) and last.finish_reason == "length":
+        where = "while thinking" if not last.content else ""
+        return ChatNote(after_turn, "cut", f"The answer was cut off at the max tokens limit {where}".rstrip()
+                        + ". Raise Max tokens and press Regenerate, or ask to continue.")
+    return None
+
+
+def error_text(error: StreamError | None, message: str) -> str:
+    if error is None:
+        return f"{message}. {RETRY_HINT}"
+    status = error.status or 0
+    lead = {
+        "http": "The engine refused the request" if 400 <= status < 500 else "The engine failed",
+        "stream": "The answer broke off",
+        "abort": "The engine aborted the request",
+        "connection": "Cannot reach the engine",
+    }[error.kind]
+    return f"{lead}: {error.message}. {RETRY_HINT}"
+
+
+def not_ready_note(after_turn: int, engine_label: str) -> ChatNote:
+    return ChatNote(after_turn, "error", f"The engine is not ready ({engine_label}). Your message is kept: press "
+                    "Regenerate once the header says ready.")

@@ -1,0 +1,118 @@
+"""ChatRunner: starts answers for browser sessions on the engine that is ready now, one at a time per session,
+and saves each finished answer into its chat."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+from m3ui.chat_session.answer_run import AnswerRun, RunRegistry
+from m3ui.chat_session.clients import ClientPool
+from m3ui.chat_session.live_answer import LiveAnswer, not_ready_note
+from m3ui.chat_session.transcript import CallView, StepView
+from m3ui.client import EndpointConfig, GenerationSettings
+from m3ui.conversation import LoopOptions
+from m3ui.conversation_store import ChatNote, SavedChat
+from m3ui.tools.registry import ToolRegistry
+
+log = logging.getLogger(__name__)
+
+AnswerPhase = Literal["started", "streaming", "answered", "done"]
+# (start, end) wall-clock seconds of one answer -> share of expert activations served by the GPU meanwhile
+AnswerHitRate = Callable[[float, float], float | None]
+
+
+class SessionBusy(RuntimeError):
+    """This browser session already has an answer streaming."""
+
+
+@dataclass(frozen=True)
+class AnswerRequest:
+    chat: SavedChat  # ends with the question to answer
+    settings: GenerationSettings
+    options: LoopOptions = LoopOptions()
+    registry: ToolRegistry = ToolRegistry()
+    require_approval: bool = False
+
+
+@dataclass(frozen=True)
+class AnswerUpdate:
+    """started: the question is saved; streaming: `live` holds the answer so far; answered: `chat` holds the
+    finished answer while its GPU hit rate is looked up (the session is still busy); done: the last one."""
+
+    phase: AnswerPhase
+    chat: SavedChat  # the question's chat; once answered, with the answer (and any note) saved into it
+    live: tuple[StepView, ...] = ()
+    awaiting_approval: CallView | None = None  # the tool call waiting for the user's decision
+
+    @property
+    def done(self) -> bool:
+        return self.phase == "done"
+
+
+class ChatRunner:
+    def __init__(
+        self,
+        endpoint: Callable[[], EndpointConfig | None],
+        engine_label: Callable[[], str],
+        hit_rate: AnswerHitRate | None = None,
+    ) -> None:
+        self._endpoint, self._engine_label, self._hit_rate = endpoint, engine_label, hit_rate
+        self._clients = ClientPool()
+        self.runs = RunRegistry()
+
+    def start(self, session: str, request: AnswerRequest) -> AnswerRun | ChatNote:
+        """The started run, or (engine not ready) the note to save instead; SessionBusy when one is running."""
+        if self.runs.running(session):
+            raise SessionBusy("an answer is still streaming: stop it first")
+        endpoint = self._endpoint()
+        if endpoint is None:
+            return not_ready_note(len(request.chat.conversation.turns) - 1, self._engine_label())
+        run = AnswerRun(self._clients.client_for(endpoint), request.registry, request.settings, request.options,
+                        request.chat.conversation, request.require_approval)
+        if not self.runs.begin(session, run):
+            raise SessionBusy("an answer is still streaming: stop it first")
+        return run.start()
+
+    def answer(self, session: str, request: AnswerRequest) -> Iterator[AnswerUpdate]:
+        """Start an answer and follow it through its phases (see AnswerUpdate); SessionBusy comes from the
+        first next(). However the consumer leaves (page closed mid-answer), the run is stopped and the
+        session freed."""
+        started = self.start(session, request)
+        if isinstance(started, ChatNote):
+            yield AnswerUpdate("done", request.chat.add_notes(started))
+            return
+        run, live = started, LiveAnswer()
+        try:
+            yield AnswerUpdate("started", request.chat)
+            for batch in run.batches():
+                for event in batch:
+                    live.feed(event)
+                if live.finished is None:
+                    yield AnswerUpdate("streaming", request.chat, live.steps(), live.awaiting_approval)
+            saved = live.settle(request.chat)
+            if self._hit_rate is not None:  # the lookup may take a while: show the answer first
+                yield AnswerUpdate("answered", saved)
+            yield AnswerUpdate("done", self._with_hit_rate(saved, run))
+        finally:
+            run.stop()  # no-op once finished; when the consumer left early, the engine must see a disconnect
+            self.runs.end(session, run)
+
+    def _with_hit_rate(self, saved: SavedChat, run: AnswerRun) -> SavedChat:
+        """The saved answer with its GPU hit rate when the expert monitor knows it."""
+        rate = self._answer_hit_rate(run)
+        if rate is None:
+            return saved
+        last = len(saved.conversation.turns) - 1
+        return saved.add_notes(ChatNote(last, "info", f"GPU expert hit rate {rate:.0%}"))
+
+    def _answer_hit_rate(self, run: AnswerRun) -> float | None:
+        if self._hit_rate is None or not run.ended_at:
+            return None
+        try:
+            return self._hit_rate(run.started_at, run.ended_at)
+        except Exception:  # an optional remark must never cost the user the answer
+            log.exception("per-answer GPU hit rate failed")
+            return None

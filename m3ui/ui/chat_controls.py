@@ -1,0 +1,55 @@
+"""Controls and helpers both chat tabs use: the thinking-mode picker, settings checked before sending,
+the session key of a browser page, and the runner a tab starts answers with."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from m3ui.chat_session import ChatRunner
+from m3ui.client import THINKING_MODES, GenerationSettings, SettingsError, validate_thinking_mode
+from m3ui.services import AppServices
+
+THINKING_MODE_INFO = ("Adaptive: the model decides whether to think. Enabled: it always thinks first. "
+                      "Disabled: it answers directly.")
+
+
+def thinking_mode_radio() -> gr.Radio:
+    return gr.Radio([(mode.capitalize(), mode) for mode in _ordered_modes()], value=GenerationSettings().thinking_mode,
+                    label="Thinking mode", info=THINKING_MODE_INFO, elem_classes=["m3-thinking-mode"])
+
+
+def _ordered_modes() -> tuple[str, ...]:
+    default = GenerationSettings().thinking_mode
+    return (default, *(mode for mode in THINKING_MODES if mode != default))
+
+
+def settings_from_form(thinking_mode: str, temperature: float | None = None, top_p: float | None = None,
+                       max_tokens: float | None = None) -> GenerationSettings:
+    """The settings, or gr.Error with what to fix (raised before anything is sent or changed)."""
+    defaults = GenerationSettings()
+    try:
+        return GenerationSettings(
+            thinking_mode=validate_thinking_mode(thinking_mode),
+            temperature=defaults.temperature if temperature is None else float(temperature),
+            top_p=defaults.top_p if top_p is None else float(top_p),
+            max_tokens=defaults.max_tokens if max_tokens is None else _whole(max_tokens),
+        )
+    except SettingsError as exc:
+        raise gr.Error(f"Fix the settings before sending: {exc}", title="Invalid setting") from exc
+
+
+def _whole(value: float) -> int:
+    if float(value) != int(value):
+        raise SettingsError(f"max_tokens must be a whole number; got {value}")
+    return int(value)
+
+
+def session_key(request: gr.Request | None) -> str:
+    """One key per open page: its Stop and Approve clicks find the answer it is streaming."""
+    return (request.session_hash if request is not None else None) or "no-session"
+
+
+def chat_runner(services: AppServices) -> ChatRunner:
+    """A tab's runner: answers go to the app's engine, one at a time per page and tab."""
+    link = services.link
+    return ChatRunner(link.endpoint, lambda: link.status().label, getattr(services, "answer_gpu_hit_rate", None))

@@ -1,0 +1,256 @@
+"""The Tools tab: the model calls tools and the page shows each call (arguments, status, duration, result)
+while the tool loop runs them and hands the results back, until the final answer or the step limit.
+
+The conversation lives for the page session only (gr.State); custom tools too. With "approve each call" the
+loop pauses on every call until the user clicks Approve or Deny (a separate request that resolves the run).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import gradio as gr
+
+from m3ui.chat_session import (
+    EXAMPLE_CUSTOM_TOOL,
+    AnswerRequest,
+    CallView,
+    ChatRunner,
+    SessionBusy,
+    ToolSetupError,
+    add_custom,
+    all_tools,
+    custom_tools,
+    remove_custom,
+    selected_registry,
+    tool_choice_from,
+    tool_choice_options,
+    transcript,
+)
+from m3ui.conversation import LoopOptions
+from m3ui.conversation_store import SavedChat, new_chat
+from m3ui.services import AppServices
+from m3ui.tools import CustomToolError, builtin_tools
+from m3ui.ui.chat_controls import chat_runner, session_key, settings_from_form, thinking_mode_radio
+from m3ui.ui.chat_render import fenced, pretty_json, render
+
+DEFAULT_OPTIONS = LoopOptions()
+EXAMPLES = [
+    "What's the weather in Paris?",
+    "Compare the weather in Tokyo and Oslo for 3 days.",
+    "Use the calculator: (17 * 23 + 4) / 3",
+    "Search the docs for thinking modes.",
+    "What's the weather in Lisbon, and what is 2**10?",
+]
+PLACEHOLDER = ("**Tool calling demo**\n\nAsk something a tool can answer (weather, arithmetic, unit conversion, "
+               "time, docs search). Each call shows its arguments, status and result; the results go back to "
+               "the model, which then answers.")
+
+
+@dataclass
+class ToolsTabUI:
+    chat: gr.State
+    custom_specs: gr.State
+    chatbot: gr.Chatbot
+    message: gr.Textbox
+    send: gr.Button
+    stop: gr.Button
+    clear: gr.Button
+    approval: gr.Group
+    approval_text: gr.Markdown
+    approve: gr.Button
+    deny: gr.Button
+    tool_picker: gr.CheckboxGroup
+    tool_choice: gr.Dropdown
+    thinking_mode: gr.Radio
+    require_approval: gr.Checkbox
+    max_steps: gr.Slider
+    tool_timeout: gr.Slider
+    schemas: gr.Code
+    custom_json: gr.Code
+    add_tool: gr.Button
+    remove_tool: gr.Dropdown
+    custom_status: gr.Markdown
+
+    @property
+    def view(self) -> list[gr.components.Component]:
+        """See ToolsController.show."""
+        return [self.chat, self.chatbot, self.message, self.send, self.stop, self.clear, self.approval,
+                self.approval_text]
+
+    @property
+    def tools(self) -> list[gr.components.Component]:
+        """What the tool choice and the schema view derive from: see ToolsController.tools_changed."""
+        return [self.tool_picker, self.tool_choice, self.schemas, self.remove_tool]
+
+
+def build_tools_tab(services: AppServices) -> ToolsTabUI:
+    ui = _layout()
+    _wire(ui, ToolsController(chat_runner(services)))
+    return ui
+
+
+def _layout() -> ToolsTabUI:
+    names = [tool.name for tool in builtin_tools()]
+    chat = gr.State(new_chat())
+    custom_specs = gr.State(())
+    with gr.Row(equal_height=False, elem_classes=["m3-tools"]):
+        with gr.Column(scale=3, min_width=420):
+            chatbot = gr.Chatbot(height=620, show_label=False, elem_id="m3-tools-chatbot", placeholder=PLACEHOLDER,
+                                 feedback_options=None, buttons=["copy_all"], group_consecutive_messages=False)
+            with gr.Group(visible=False, elem_id="m3-approval", elem_classes=["m3-approval"]) as approval:
+                approval_text = gr.Markdown()
+                with gr.Row():
+                    approve = gr.Button("✓ Approve", variant="primary", size="sm", elem_id="m3-approve")
+                    deny = gr.Button("✗ Deny", variant="stop", size="sm", elem_id="m3-deny")
+            with gr.Row(equal_height=True, elem_classes=["m3-composer"]):
+                message = gr.Textbox(placeholder="Ask something a tool can answer…  (Enter sends)", show_label=False,
+                                     lines=1, max_lines=8, scale=8, elem_id="m3-tools-message")
+                send = gr.Button("Send", variant="primary", scale=1, min_width=80, elem_id="m3-tools-send")
+                stop = gr.Button("■ Stop", variant="stop", scale=1, min_width=80, visible=False,
+                                 elem_id="m3-tools-stop")
+            with gr.Row():
+                gr.Examples(EXAMPLES, [message], label="Try")
+                clear = gr.Button("Clear", size="sm", scale=0, min_width=80, elem_id="m3-tools-clear")
+        with gr.Column(scale=2, min_width=280, elem_classes=["m3-settings"]):
+            tool_picker = gr.CheckboxGroup(names, value=names, label="Tools offered to the model",
+                                           elem_id="m3-tool-picker")
+            tool_choice = gr.Dropdown(tool_choice_options(names), value="auto", label="tool_choice",
+                                      info="auto: the model decides · none: no calls · required / force: must call "
+                                           "(first request only)", elem_id="m3-tool-choice")
+            thinking_mode = thinking_mode_radio()
+            require_approval = gr.Checkbox(False, label="Approve each call before it runs",
+                                           elem_id="m3-require-approval")
+            with gr.Row():
+                max_steps = gr.Slider(1, 10, value=DEFAULT_OPTIONS.max_steps, step=1, label="Step limit",
+                                      info="requests to the model per question")
+                tool_timeout = gr.Slider(1, 60, value=DEFAULT_OPTIONS.tool_timeout_s, step=1,
+                                         label="Tool timeout (s)")
+            with gr.Accordion("Tool schemas sent to the model", open=False):
+                schemas = gr.Code(_schemas_json(names, ()), language="json", interactive=False, show_label=False)
+            with gr.Accordion("Custom tool (JSON schema + result template)", open=False):
+                custom_json = gr.Code(EXAMPLE_CUSTOM_TOOL, language="json", interactive=True, show_label=False,
+                                      elem_id="m3-custom-json")
+                with gr.Row():
+                    add_tool = gr.Button("Add / replace tool", size="sm", elem_id="m3-add-tool")
+                    remove_tool = gr.Dropdown([], label="Remove a custom tool", scale=1, min_width=120)
+                custom_status = gr.Markdown("`$name` in the template is replaced by the argument's value.")
+    return ToolsTabUI(chat, custom_specs, chatbot, message, send, stop, clear, approval, approval_text, approve, deny,
+                      tool_picker, tool_choice, thinking_mode, require_approval, max_steps, tool_timeout, schemas,
+                      custom_json, add_tool, remove_tool, custom_status)
+
+
+def _wire(ui: ToolsTabUI, tools: ToolsController) -> None:
+    asked = [ui.message, ui.chat, ui.custom_specs, ui.tool_picker, ui.tool_choice, ui.thinking_mode,
+             ui.require_approval, ui.max_steps, ui.tool_timeout]
+    gr.on([ui.message.submit, ui.send.click], tools.send, asked, ui.view, concurrency_limit=None,
+          show_progress="hidden")
+    ui.stop.click(tools.stop, None, None, queue=False)
+    ui.approve.click(tools.approve, None, ui.approval, queue=False)
+    ui.deny.click(tools.deny, None, ui.approval, queue=False)
+    gr.on([ui.clear.click, ui.chatbot.clear], tools.clear, ui.chat, ui.view, queue=False)
+    ui.tool_picker.change(tools.tools_changed, [ui.custom_specs, ui.tool_picker, ui.tool_choice], ui.tools,
+                          queue=False)
+    ui.add_tool.click(tools.add_tool, [ui.custom_specs, ui.tool_picker, ui.tool_choice, ui.custom_json],
+                      [ui.custom_specs, *ui.tools, ui.custom_status], queue=False)
+    ui.remove_tool.input(tools.remove_tool, [ui.custom_specs, ui.tool_picker, ui.tool_choice, ui.remove_tool],
+                         [ui.custom_specs, *ui.tools, ui.custom_status], queue=False)
+
+
+def _schemas_json(selected: list[str], specs: tuple[str, ...]) -> str:
+    wanted = set(selected)
+    return json.dumps([t.to_openai() for t in all_tools(specs) if t.name in wanted], indent=2, ensure_ascii=False)
+
+
+def _approval_prompt(call: CallView) -> str:
+    arguments = fenced(pretty_json(call.arguments_json), "json")
+    name = call.name.replace("`", "'")  # the name comes from the model: keep it inside its code span
+    return f"**Run `{name}`?** The model wants to call it with:\n\n{arguments}"
+
+
+class ToolsController:
+    def __init__(self, runner: ChatRunner) -> None:
+        self._runner = runner
+
+    def show(self, chat: SavedChat, busy: bool = False, message: object = None,
+             chatbot: list[gr.ChatMessage] | None = None, awaiting: CallView | None = None) -> tuple[object, ...]:
+        """Values for ToolsTabUI.view."""
+        return (chat, render(transcript(chat)) if chatbot is None else chatbot,
+                gr.skip() if message is None else message, gr.update(visible=not busy), gr.update(visible=busy),
+                gr.update(interactive=not busy), *self._approval(awaiting))
+
+    @staticmethod
+    def _approval(awaiting: CallView | None) -> tuple[object, object]:
+        if awaiting is None:
+            return gr.update(visible=False), gr.skip()
+        return gr.update(visible=True), _approval_prompt(awaiting)
+
+    def frame(self, chatbot: list[gr.ChatMessage], awaiting: CallView | None) -> tuple[object, ...]:
+        return (gr.skip(), chatbot, gr.skip(), gr.skip(), gr.skip(), gr.skip(), *self._approval(awaiting))
+
+    def clear(self, chat: SavedChat) -> tuple[object, ...]:
+        return self.show(chat.cleared())
+
+    def stop(self, request: gr.Request) -> None:
+        self._runner.runs.stop(session_key(request))
+
+    def approve(self, request: gr.Request) -> dict[str, object]:
+        self._runner.runs.decide(session_key(request), True)
+        return gr.update(visible=False)
+
+    def deny(self, request: gr.Request) -> dict[str, object]:
+        self._runner.runs.decide(session_key(request), False)
+        return gr.update(visible=False)
+
+    def tools_changed(self, specs: tuple[str, ...], selected: list[str], choice: str) -> tuple[object, ...]:
+        """The tool_choice options and the schema view follow the selection (a forced tool no longer
+        selected falls back to auto)."""
+        names = [tool.name for tool in all_tools(specs)]
+        options = tool_choice_options([name for name in names if name in selected])
+        value = choice if choice in [value for _, value in options] else "auto"
+        custom = [tool.name for tool in custom_tools(specs)]
+        return (gr.update(choices=names, value=[n for n in names if n in selected]),
+                gr.update(choices=options, value=value), _schemas_json(selected, specs),
+                gr.update(choices=custom, value=None))
+
+    def add_tool(self, specs: tuple[str, ...], selected: list[str], choice: str, text: str) -> tuple[object, ...]:
+        try:
+            specs, tool = add_custom(specs, text)
+        except CustomToolError as exc:
+            return (gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), f"⚠ {exc}")
+        selected = [*selected, tool.name] if tool.name not in selected else selected
+        return (specs, *self.tools_changed(specs, selected, choice),
+                f"✓ Added `{tool.name}`: it is now offered to the model.")
+
+    def remove_tool(self, specs: tuple[str, ...], selected: list[str], choice: str, name: str) -> tuple[object, ...]:
+        specs = remove_custom(specs, name)
+        return (specs, *self.tools_changed(specs, selected, choice), f"Removed `{name}`.")
+
+    def send(self, text: str, chat: SavedChat, specs: tuple[str, ...], selected: list[str], choice: str,
+             thinking_mode: str, require_approval: bool, max_steps: float, tool_timeout: float,
+             request: gr.Request) -> Iterator[tuple[object, ...]]:
+        settings = settings_from_form(thinking_mode)
+        try:
+            options = LoopOptions(tool_choice_from(choice, selected), int(max_steps), float(tool_timeout))
+        except (ToolSetupError, ValueError) as exc:
+            raise gr.Error(f"Fix the tool settings before sending: {exc}", title="Invalid tool setting") from exc
+        if not text.strip():
+            gr.Warning("Type a message first.")
+            return
+        chat = chat.with_conversation(chat.conversation.ask(text.strip()))
+        answer = AnswerRequest(chat, settings, options, selected_registry(selected, specs), require_approval)
+        saved = render(transcript(chat))
+        try:
+            for update in self._runner.answer(session_key(request), answer):
+                if update.phase == "started":
+                    yield self.show(chat, busy=True, message="", chatbot=saved + render(running=True))
+                elif update.phase == "streaming":
+                    yield self.frame(saved + render(live=update.live, running=True), update.awaiting_approval)
+                elif update.phase == "answered":
+                    yield self.frame(render(transcript(update.chat)), None)
+                else:
+                    yield self.show(update.chat, message="")
+        except SessionBusy as exc:
+            gr.Warning(f"An answer is still streaming in this page: {exc}.")

@@ -1,0 +1,130 @@
+"""The Tools tab's handlers against a real HTTP server: each call shown with its arguments and result, results
+sent back, approval through Approve/Deny clicks (separate requests), tool settings checked before sending."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+
+import gradio as gr
+import pytest
+
+from m3ui.chat_session import EXAMPLE_CUSTOM_TOOL, ChatRunner
+from m3ui.client import EndpointConfig
+from m3ui.conversation import ToolTurn
+from m3ui.conversation_store import new_chat
+from m3ui.tools import builtin_tools
+from m3ui.ui.tools_view import ToolsController
+from tests.sse_replay import ReplayServer, answer_reply, tool_calls_reply
+
+NAMES = [tool.name for tool in builtin_tools()]
+CHATBOT, APPROVAL, APPROVAL_TEXT = 1, 6, 7
+
+
+def controller(server: ReplayServer) -> ToolsController:
+    endpoint = EndpointConfig(base_url=server.base_url)
+    return ToolsController(ChatRunner(lambda: endpoint, lambda: "ready"))
+
+
+def send(tools: ToolsController, text: str, choice: str = "auto", approval: bool = False, specs=(), names=NAMES):
+    return tools.send(text, new_chat(), specs, names, choice, "adaptive", approval, 5, 10,
+                      gr.Request(session_hash="page-1"))
+
+
+def test_a_weather_call_shows_its_arguments_and_result_and_the_answer_uses_it():
+    slow_call = replace(tool_calls_reply(("get_weather", '{"city": "Paris"}')), delay_s=0.04)  # seen pending
+    replies = [slow_call, answer_reply("Paris: see above.")]
+    with ReplayServer(replies) as server:
+        updates = list(send(controller(server), "Weather in Paris?"))
+        second = server.requests[1]["messages"]
+    final = updates[-1]
+    messages = final[CHATBOT]
+    call = next(m for m in messages if m.metadata.get("title") == "Tool call: get_weather")
+    result = next(m for m in messages if m.metadata.get("parent_id") == call.metadata["id"])
+    assert '"city": "Paris"' in call.content and call.metadata["log"] == "done"
+    assert "DEMO DATA" in result.content and messages[-1].content.startswith("Paris: see above.")
+    assert second[-1]["role"] == "tool" and second[-1]["content"].startswith("DEMO DATA")
+    assert any(isinstance(t, ToolTurn) for t in final[0].conversation.turns)
+    pending = [m for u in updates[1:-1] if u[CHATBOT] != gr.skip() for m in u[CHATBOT]
+               if m.metadata.get("title") == "Tool call: get_weather"]
+    assert pending and pending[0].metadata.get("status") == "pending"
+
+
+def test_approve_and_deny_clicks_resolve_the_paused_call():
+    replies = [tool_calls_reply(("get_weather", '{"city": "Oslo"}'), ("calculator", '{"expression": "2**10"}')),
+               answer_reply("done")]
+    with ReplayServer(replies) as server:
+        tools = controller(server)
+        decisions = iter([tools.approve, tools.deny])
+        prompts = []
+        for update in send(tools, "Oslo weather and 2**10", approval=True):
+            if update[APPROVAL].get("visible"):
+                prompts.append(update[APPROVAL_TEXT])
+                logs = {m.metadata["title"]: m.metadata.get("log") for m in update[CHATBOT] if m.metadata}
+                if len(prompts) == 1:
+                    assert logs["Tool call: get_weather"] == "waiting for your approval"
+                    assert logs["Tool call: calculator"] == "queued"
+                hidden = next(decisions)(gr.Request(session_hash="page-1"))
+                assert hidden["visible"] is False
+            final = update
+    assert "Run `get_weather`?" in prompts[0] and '"city": "Oslo"' in prompts[0]
+    assert "Run `calculator`?" in prompts[1]
+    results = {t.result.name: t.result for t in final[0].conversation.turns if isinstance(t, ToolTurn)}
+    assert not results["get_weather"].is_error
+    assert results["calculator"].is_error and "denied by user" in results["calculator"].content
+
+
+def test_a_forced_tool_that_is_not_selected_is_refused_before_sending():
+    with ReplayServer([]) as server:
+        with pytest.raises(gr.Error, match="names no selected tool"):
+            next(send(controller(server), "hi", choice="tool:calculator", names=["get_weather"]))
+        assert server.requests == []
+
+
+def test_a_custom_tool_is_offered_and_can_be_forced():
+    with ReplayServer([tool_calls_reply(("lookup_order", '{"order_id": "A-1"}')), answer_reply("Shipped.")]) as server:
+        tools = controller(server)
+        specs, picker, choice, schemas, removable, status = tools.add_tool((), NAMES, "auto", EXAMPLE_CUSTOM_TOOL)
+        assert status.startswith("✓ Added `lookup_order`")
+        assert "lookup_order" in picker["value"]
+        assert ("force lookup_order", "tool:lookup_order") in choice["choices"]
+        assert '"name": "lookup_order"' in schemas and removable["choices"] == ["lookup_order"]
+        final = list(send(tools, "Where is order A-1?", choice="tool:lookup_order", specs=specs,
+                          names=picker["value"]))[-1]
+        body = server.requests[0]
+    assert body["tool_choice"] == {"type": "function", "function": {"name": "lookup_order"}}
+    (turn,) = [t for t in final[0].conversation.turns if isinstance(t, ToolTurn)]
+    assert turn.result.content.startswith("Order A-1: shipped")
+
+
+def test_a_broken_custom_tool_says_what_is_wrong_and_changes_nothing():
+    with ReplayServer([]) as server:
+        *unchanged, status = controller(server).add_tool((), NAMES, "auto", '{"name": "x"}')
+    assert all(value == gr.skip() for value in unchanged) and status.startswith("⚠ tool definition lacks")
+
+
+def test_stop_ends_a_tool_answer():
+    replies = [tool_calls_reply(("get_weather", '{"city": "Rome"}'))]
+    with ReplayServer(replies) as server:
+        tools = controller(server)
+        updates = send(tools, "Rome weather", approval=True)
+        for update in updates:
+            if update[APPROVAL].get("visible"):
+                threading.Thread(target=tools.stop, args=(gr.Request(session_hash="page-1"),)).start()
+                break
+        final = list(updates)[-1]
+    assert final[CHATBOT][-1].content.startswith("■ **Stopped**")
+
+
+def test_bad_calls_become_error_results_and_the_loop_goes_on_to_an_answer():
+    replies = [tool_calls_reply(("launch_rockets", '{"count": 3}'), ("calculator", '{"expression": '),
+                                ("get_weather", '{"city": 7}')),
+               answer_reply("Sorry, those failed.")]
+    with ReplayServer(replies) as server:
+        final = list(send(controller(server), "Do risky things"))[-1]
+        results = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert "unknown tool 'launch_rockets'" in results[0]
+    assert "not valid JSON" in results[1] and "invalid arguments for get_weather" in results[2]
+    blocks = [m for m in final[CHATBOT] if m.metadata.get("title", "").startswith("Tool call")]
+    assert [b.metadata["log"] for b in blocks] == ["error", "error", "error"]
+    assert final[CHATBOT][-1].content.startswith("Sorry, those failed.")
