@@ -39,7 +39,7 @@ from tests.browser import chromium_page  # noqa: E402
 
 # All-CPU-experts decode speed of the simulated KT hybrid; with the reference preset's GPU hit share the
 # engine then streams one request at about 1000 tok/s (if the machine can pace it that fast).
-DECODE_TPS = "800"
+DECODE_TPS = "975"
 SHOWN_RATE_TARGET = 0.90  # shown tok/s / engine tok/s
 ADDED_TTFT_TARGET_S = 0.25
 # UI sessions' total tok/s / direct clients' total tok/s. Listeners serialized by Gradio's default limit of one
