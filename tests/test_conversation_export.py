@@ -37,3 +37,13 @@ def test_markdown_shows_roles_reasoning_tool_calls_and_results():
 def test_loading_something_else_says_what_is_wrong(document, message):
     with pytest.raises(ConversationFormatError, match=message):
         from_json(document)
+
+
+def test_fenced_blocks_hold_any_backtick_run_verbatim():
+    from m3ui.conversation.export import fenced
+
+    for text in ("plain", "a ``` fence", "four ```` and ``` three", "`"):
+        block = fenced(text, "json")
+        fence = block.split("json", 1)[0]
+        assert block == f"{fence}json\n{text}\n{fence}"
+        assert fence not in text and len(fence) >= 3

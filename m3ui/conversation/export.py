@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, fields
 
 from m3ui.client.events import StreamStats, ToolCall
@@ -25,7 +26,7 @@ def to_markdown(conversation: Conversation) -> str:
         elif isinstance(turn, ToolTurn):
             label = "error" if turn.result.is_error else "result"
             parts.append(f"**Tool {label}** `{turn.result.name}` ({turn.result.duration_s:.2f} s)\n\n"
-                         f"{_fenced(turn.result.content)}")
+                         f"{fenced(turn.result.content)}")
         else:
             parts.append(_assistant_markdown(turn))
     return "\n\n".join(parts) + "\n"
@@ -38,14 +39,16 @@ def _assistant_markdown(turn: AssistantTurn) -> str:
     if turn.content:
         lines.append(turn.content)
     for call in turn.tool_calls:
-        lines.append(f"**Tool call** `{call.name}`\n\n{_fenced(call.arguments_json, 'json')}")
+        lines.append(f"**Tool call** `{call.name}`\n\n{fenced(call.arguments_json, 'json')}")
     if turn.stats and turn.stats.completion_tokens:
         lines.append(f"*{turn.stats.completion_tokens} tokens in {turn.stats.total_s:.1f} s*")
     return "\n\n".join(lines)
 
 
-def _fenced(text: str, language: str = "") -> str:
-    fence = "````" if "```" in text else "```"
+def fenced(text: str, language: str = "") -> str:
+    """A Markdown code block that holds `text` verbatim: the fence is longer than any backtick run inside."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
     return f"{fence}{language}\n{text}\n{fence}"
 
 

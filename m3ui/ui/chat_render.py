@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import gradio as gr
 
 from m3ui.chat_session import CallStatus, CallView, QuestionView, StepView, TranscriptItem
+from m3ui.conversation.export import fenced
 from m3ui.conversation_store import ChatNote, NoteKind
 
 _CALL_LOG: dict[CallStatus, str] = {
@@ -98,7 +99,3 @@ def pretty_json(text: str) -> str:
         return text
 
 
-def fenced(text: str, language: str = "") -> str:
-    # Fenced, because Gradio strips leading indentation of message text (inspect.cleandoc).
-    fence = "````" if "```" in text else "```"
-    return f"{fence}{language}\n{text}\n{fence}"

@@ -30,11 +30,12 @@ from m3ui.chat_session import (
     transcript,
 )
 from m3ui.conversation import LoopOptions
+from m3ui.conversation.export import fenced
 from m3ui.conversation_store import SavedChat, new_chat
 from m3ui.services import AppServices
 from m3ui.tools import CustomToolError, builtin_tools
 from m3ui.ui.chat_controls import chat_runner, session_key, settings_from_form, thinking_mode_radio
-from m3ui.ui.chat_render import fenced, pretty_json, render
+from m3ui.ui.chat_render import pretty_json, render
 
 DEFAULT_OPTIONS = LoopOptions()
 EXAMPLES = [
