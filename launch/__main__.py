@@ -137,7 +137,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 return 1
             if snap.state.value == "stopped":
                 return 0
-            time.sleep(0.5)
+            time.sleep(0.2)
     except KeyboardInterrupt:
         return 0
     finally:
