@@ -11,6 +11,8 @@ if [ ! -x /usr/bin/chromium ]; then
     echo "browser tests need Debian's chromium: sudo apt-get install -y chromium" >&2
   fi
 fi
+# The contract tests read the real sglang-kt/kt-kernel 0.7.2 wheels: fetched once into .cache/ here.
+.venv/bin/python -m tests.provision
 export GRADIO_ANALYTICS_ENABLED=False HF_HUB_OFFLINE=1 PYTHONDONTWRITEBYTECODE=1
 .venv/bin/ruff check .
 .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import types
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -39,17 +40,20 @@ class SglangParsers:
     Tool: Any
 
 
-def _install(wheel: str) -> None:
-    stamp = TARGET / f".installed-{hashlib.sha256(' '.join((wheel, *PARSER_DEPS)).encode()).hexdigest()[:16]}"
+def _stamp(wheel: str) -> Path:
+    return TARGET / f".installed-{hashlib.sha256(' '.join((Path(wheel).name, *PARSER_DEPS)).encode()).hexdigest()[:16]}"
+
+
+def install_parsers(wheel: str) -> None:
+    """Provisioning (scripts/test.sh, before the tests): the wheel and the parsers' light dependencies."""
+    stamp = _stamp(wheel)
     if stamp.exists():
         return
-    proc = subprocess.run(
+    subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps", "--upgrade",
          "--target", str(TARGET), wheel, *PARSER_DEPS],
-        capture_output=True, text=True, timeout=900,
+        check=True, timeout=1800,
     )
-    if proc.returncode != 0:
-        pytest.skip(f"cannot install sglang-kt's parsers and their light dependencies: {proc.stderr.strip()[-300:]}")
     stamp.touch()
 
 
@@ -67,7 +71,8 @@ def _register_sglang_package() -> None:
 @pytest.fixture(scope="session")
 def sglang_parsers() -> SglangParsers:
     wheel = fetch_wheel("sglang-kt", "0.7.2")
-    _install(str(wheel))
+    if not _stamp(str(wheel)).exists():
+        pytest.skip("sglang-kt's parsers not provisioned: run `python -m tests.provision` (scripts/test.sh does)")
     if str(TARGET) not in sys.path:
         sys.path.append(str(TARGET))
     _register_sglang_package()

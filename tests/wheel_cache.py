@@ -11,27 +11,34 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".cache"
-# Where a developer machine may already hold them (pip download -d /tmp/wheels ...).
-EXTRA_DIRS = (Path("/tmp/wheels"),)
+
+
+def find_wheel(dist: str, version: str) -> Path | None:
+    stem = dist.replace("-", "_")
+    found = sorted((CACHE / "wheels").glob(f"{stem}-{version}-*.whl"))
+    return found[0] if found else None
+
+
+def download_wheel(dist: str, version: str) -> Path:
+    """Provisioning (scripts/test.sh, before the tests): `pip download --no-deps` into the cache."""
+    found = find_wheel(dist, version)
+    if found:
+        return found
+    (CACHE / "wheels").mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check", "--no-deps",
+                    "--only-binary=:all:", "-d", str(CACHE / "wheels"), f"{dist}=={version}"],
+                   check=True, timeout=1800)
+    found = find_wheel(dist, version)
+    assert found is not None, f"pip downloaded no {dist}=={version} wheel"
+    return found
 
 
 def fetch_wheel(dist: str, version: str) -> Path:
-    """Path of `dist==version`'s wheel; skips the test (with the reason) only when it cannot be had."""
-    stem = dist.replace("-", "_")
-    for folder in (CACHE / "wheels", *EXTRA_DIRS):
-        found = sorted(folder.glob(f"{stem}-{version}-*.whl"))
-        if found:
-            return found[0]
-    (CACHE / "wheels").mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-         "-d", str(CACHE / "wheels"), f"{dist}=={version}"],
-        capture_output=True, text=True, timeout=900,
-    )
-    found = sorted((CACHE / "wheels").glob(f"{stem}-{version}-*.whl"))
-    if not found:
-        pytest.skip(f"cannot download {dist}=={version}: {proc.stderr.strip()[-300:]}")
-    return found[0]
+    """The cached wheel; tests never download (skips with the reason when it was not provisioned)."""
+    found = find_wheel(dist, version)
+    if found is None:
+        pytest.skip(f"{dist}=={version} wheel not provisioned: run `python -m tests.provision` (scripts/test.sh does)")
+    return found
 
 
 def unpack(wheel: Path, *prefixes: str) -> Path:
