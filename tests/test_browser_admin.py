@@ -5,6 +5,7 @@ then put too many experts on the GPU, see the OOM diagnosis, apply its fix and r
 import time
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.app_process import running_app
 from tests.browser import chromium_page
@@ -114,4 +115,4 @@ def test_operator_launches_chats_stops_then_fixes_an_oom_in_one_click(tmp_path):
         page.locator("#m3-diag-apply").click()
         wait_state(page, "ready")
         assert experts.input_value() == suggested.split()[-1]
-        assert not diagnosis.is_visible()
+        expect(diagnosis).to_be_hidden(timeout=10_000)
