@@ -52,4 +52,4 @@ def session_key(request: gr.Request | None) -> str:
 def chat_runner(services: AppServices) -> ChatRunner:
     """A tab's runner: answers go to the app's engine, one at a time per page and tab."""
     link = services.link
-    return ChatRunner(link.endpoint, lambda: link.status().label, getattr(services, "answer_gpu_hit_rate", None))
+    return ChatRunner(link.endpoint, lambda: link.status().label, services.answer_gpu_hit_rate)
