@@ -23,6 +23,7 @@ class Readiness:
     models_status: int | None = None
     model_ids: tuple[str, ...] = ()
     error: str | None = None  # why not ready, when it is not
+    simulated: bool = False  # m3ui's simulated engine says so in /v1/models (attached engines included)
 
 
 def engine_url(settings: LaunchSettings) -> str:
@@ -47,17 +48,16 @@ def probe_readiness(base_url: str, api_key: str | None = None, timeout_s: float 
         return Readiness(False, error=f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
     if models.status_code != 200:
         return Readiness(False, 200, models.status_code, error=f"/v1/models answered {models.status_code}")
-    ids = _model_ids(models)
+    cards = _model_cards(models)
+    ids = tuple(str(m["id"]) for m in cards if m.get("id") is not None)
     if not ids:
         return Readiness(False, 200, 200, error="/v1/models lists no model")
-    return Readiness(True, 200, 200, ids)
+    return Readiness(True, 200, 200, ids, simulated=any(m.get("m3ui_simulated") is True for m in cards))
 
 
-def _model_ids(response: httpx.Response) -> tuple[str, ...]:
+def _model_cards(response: httpx.Response) -> list[dict[str, object]]:
     try:
         data = response.json().get("data")
     except (ValueError, AttributeError):
-        return ()
-    if not isinstance(data, list):
-        return ()
-    return tuple(str(m["id"]) for m in data if isinstance(m, dict) and m.get("id") is not None)
+        return []
+    return [m for m in data if isinstance(m, dict)] if isinstance(data, list) else []

@@ -110,7 +110,8 @@ class EngineLink:
         models = snap.readiness.model_ids if snap.readiness else ()
         return EngineStatus(
             mode=self._mode,
-            state=snap.state, ready=ready, simulated=self._mode == "simulated", phase_detail=snap.phase_detail,
+            state=snap.state, ready=ready, phase_detail=snap.phase_detail,
+            simulated=self._mode == "simulated" or bool(snap.readiness and snap.readiness.simulated),
             progress=snap.progress, elapsed=snap.elapsed, url=snap.url, model=models[0] if models else None,
             diagnosis=snap.diagnosis.render() if snap.diagnosis else None,
         )

@@ -72,3 +72,16 @@ def test_a_killed_app_leaves_an_engine_the_next_start_takes_over(tmp_path):
         assert _engines_of(app.process.pid) == [], "a second engine was started"
         assert "re-attached" in app.log()
     assert not _alive(engine), "the re-attached engine must stop with the app that took it over"
+
+
+def test_attaching_to_a_simulated_engine_still_shows_the_simulated_badge(tmp_path):
+    from tests.sim_process import free_port as sim_port
+    from tests.sim_process import running_sim, sim_settings
+
+    with running_sim(sim_settings(sim_port())) as sim, running_app(tmp_path, "--endpoint", sim.url + "/v1") as app:
+        deadline = time.monotonic() + 30
+        while "External engine ready" not in (page := httpx.get(app.url + "/config", timeout=10,
+                                                                trust_env=False).text):
+            assert time.monotonic() < deadline, page[-2000:]
+            time.sleep(0.3)
+        assert "SIMULATED ENGINE" in page
