@@ -44,7 +44,7 @@ def probe_readiness(base_url: str, api_key: str | None = None, timeout_s: float 
             if health.status_code != 200:
                 return Readiness(False, health.status_code, error=f"/health answered {health.status_code}")
             models = client.get(f"{base}/v1/models", headers=headers)
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:  # InvalidURL (e.g. a bad port) is not an HTTPError
         return Readiness(False, error=f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
     if models.status_code != 200:
         return Readiness(False, 200, models.status_code, error=f"/v1/models answered {models.status_code}")

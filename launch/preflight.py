@@ -52,11 +52,19 @@ def simulated_host(settings: LaunchSettings) -> HostFacts:
                      simulated=True)
 
 
+def user_path(text: str) -> Path:
+    """`text` with `~` expanded; `~nosuchuser` stays as written (and then does not exist) instead of raising."""
+    try:
+        return Path(text).expanduser()
+    except RuntimeError:
+        return Path(text)
+
+
 def check_model_path(settings: LaunchSettings) -> tuple[ModelShape | None, list[Finding]]:
     if not settings.model_path:
         return None, [Finding("error", "model_path", "--model-path is not set",
                               "choose the folder with the model's config.json", check="model_path")]
-    path = Path(settings.model_path).expanduser()
+    path = user_path(settings.model_path)
     if not path.is_dir():
         return None, [Finding("error", "model_path", f"model folder {path} does not exist",
                               "download the model first (admin panel → Model weights) or fix the path",
@@ -71,14 +79,14 @@ def check_model_path(settings: LaunchSettings) -> tuple[ModelShape | None, list[
 def check_paths(settings: LaunchSettings, engine: Engine) -> list[Finding]:
     out: list[Finding] = []
     if settings.kt_weight_path:
-        weights = Path(settings.kt_weight_path).expanduser()
+        weights = user_path(settings.kt_weight_path)
         if not weights.is_dir():
             out.append(Finding("error", "kt_weight_path", f"expert weight folder {weights} does not exist",
                                "for MiniMax-M3 use the model folder", check="kt_weight_path"))
         elif engine.kind == "sglang" and not any(weights.glob("*.safetensors")):
             out.append(Finding("error", "kt_weight_path", f"no .safetensors files in {weights}",
                                "finish the download or fix the path", check="kt_weight_path"))
-    if settings.init_expert_location and not Path(settings.init_expert_location).expanduser().is_file():
+    if settings.init_expert_location and not user_path(settings.init_expert_location).is_file():
         out.append(Finding("error", "init_expert_location", f"{settings.init_expert_location} does not exist",
                            "pick a recorder dump (.pt) from an earlier run", check="init_expert_location"))
     return out

@@ -54,6 +54,8 @@ def profile_from_json(text: str) -> Profile:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise ProfileError(f"not an m3ui profile (expected \"format\": \"{FORMAT}\")")
     engine = doc.get("engine") or {}
+    if not isinstance(engine, dict):
+        raise ProfileError("profile engine must be an object")
     kind = engine.get("kind", "sglang")
     if kind not in ("sglang", "sim"):
         raise ProfileError(f"engine kind {kind!r}: use 'sglang' or 'sim'")

@@ -68,7 +68,7 @@ def read_run_state(run_root: Path) -> RunState | None:
             engine=Engine(kind=engine["kind"], python=engine["python"]),
             moe_layers=int(data["moe_layers"]) if data.get("moe_layers") else None,
         )
-    except (OSError, ValueError, KeyError, TypeError, SettingsError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, SettingsError):  # e.g. settings not an object
         return None
 
 

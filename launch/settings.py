@@ -9,6 +9,7 @@ the command builder, profiles and the simulated engine's argument parser all der
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -206,9 +207,10 @@ def coerce(name: str, value: Any) -> Any:
         if kind == "int":
             return _to_int(value)
         if kind == "float":
-            if isinstance(value, bool):
+            number = float(value) if not isinstance(value, bool) else math.nan
+            if not math.isfinite(number):  # "nan"/"inf" parse as floats but are no setting's value
                 raise ValueError
-            return float(value)
+            return number
         if kind == "int_list":
             items = value.replace(",", " ").split() if isinstance(value, str) else list(value)
             return tuple(_to_int(v) for v in items) or None

@@ -7,6 +7,7 @@ config.json, free port, engine packages) live in launch/preflight.py and feed th
 from __future__ import annotations
 
 import ipaddress
+import math
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -165,8 +166,10 @@ def check_gpus(s: LaunchSettings, shape: ModelShape | None, host: HostFacts | No
 
 
 def check_memory(s: LaunchSettings, shape: ModelShape | None, host: HostFacts | None) -> Iterator[Finding]:
-    if shape is None or host is None or not host.gpu_bytes or s.tp_size < 1:
-        return  # no model, no GPU facts, or a TP size the range rule already reports
+    fractions = (s.mem_fraction_static, s.kt_gpu_experts_ratio)
+    if shape is None or host is None or not host.gpu_bytes or s.tp_size < 1 or not all(
+            math.isfinite(v) for v in fractions if v is not None):
+        return  # no model, no GPU facts, or a TP size / NaN / infinity the range rule already reports
     experts = gpu_experts_per_layer(s.kt_num_gpu_experts, s.kt_gpu_experts_ratio, shape)
     plan = memory_plan(shape, tp=s.tp_size, gpu_bytes=host.gpu_bytes, mem_fraction=s.mem_fraction_static,
                        gpu_experts=experts, prefill_threshold_on=s.kt_gpu_prefill_token_threshold is not None)

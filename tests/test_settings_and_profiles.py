@@ -70,6 +70,8 @@ def test_profile_rejects_unknown_settings_and_foreign_files():
         profile_from_json('{"settings": {}}')
     with pytest.raises(ProfileError, match="not valid JSON"):
         profile_from_json("{")
+    with pytest.raises(ProfileError, match="engine must be an object"):
+        profile_from_json(json.dumps({**doc, "settings": {}, "engine": "sim"}))
 
 
 def test_profile_names_cannot_escape_the_folder(tmp_path):
@@ -97,7 +99,8 @@ def test_mapping_round_trip_and_coercion_errors():
     assert coerce("trust_remote_code", "true") is True
     assert coerce("mem_fraction_static", "") is None
     for name, bad in [("tp_size", "eight"), ("tp_size", 1.5), ("port", True), ("tp_size", ""),
-                      ("trust_remote_code", "maybe"), ("kt_numa_nodes", "0 x")]:
+                      ("trust_remote_code", "maybe"), ("kt_numa_nodes", "0 x"), ("mem_fraction_static", "nan"),
+                      ("kt_gpu_experts_ratio", "inf"), ("mem_fraction_static", True)]:
         with pytest.raises(SettingsError):
             coerce(name, bad)
 

@@ -7,6 +7,7 @@ contract's log lines and serve /health and /v1/models on the --port they are giv
 """
 
 import dataclasses
+import json
 import os
 import signal
 import subprocess
@@ -285,6 +286,11 @@ def test_readiness_probe_of_a_closed_port_says_why_and_wildcard_hosts_are_reache
     assert engine_url(settings(host="::1", port=8000)) == "http://[::1]:8000"
 
 
+def test_readiness_probe_of_a_malformed_url_reports_it_instead_of_raising():
+    result = probe_readiness("http://127.0.0.1:notaport")
+    assert not result.ready and "InvalidURL" in (result.error or "")
+
+
 APP = '''
 import sys, time
 from pathlib import Path
@@ -391,6 +397,16 @@ def test_recover_cleans_a_state_file_whose_engine_already_exited(tmp_path, super
     assert result.action is RecoveryAction.CLEANED and result.pid == info.pid
     assert not state_path(tmp_path / "m3ui").exists()
 
+
+
+def test_recover_cleans_a_state_file_whose_settings_are_not_an_object(tmp_path):
+    root = tmp_path / "m3ui"
+    root.mkdir()
+    state_path(root).write_text(json.dumps({
+        "pid": 1, "pgid": 1, "create_time": 0, "owner_pid": 1, "owner_create_time": 0, "run_dir": str(tmp_path),
+        "url": "http://127.0.0.1:1", "engine": {"kind": "sim", "python": "python"}, "settings": []}))
+    assert read_run_state(root) is None
+    assert recover(root).action is RecoveryAction.CLEANED and not state_path(root).exists()
 
 # --- end to end on the simulated engine ---------------------------------------------------------------
 

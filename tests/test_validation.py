@@ -165,3 +165,18 @@ def test_generated_settings_never_crash_validation_and_invalid_ones_get_no_comma
         assert plan.command is None
     if plan.command is not None:
         assert not has_errors(plan.findings)
+
+
+@pytest.mark.parametrize("field", ["mem_fraction_static", "kt_gpu_experts_ratio"])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_non_finite_fractions_are_range_errors_not_crashes(field, value):
+    findings = validate(GOOD.replace(**{field: value}), M3, HOST)
+    assert any(f.field == field and f.check == "range" for f in findings)
+
+
+def test_paths_under_an_unknown_user_home_are_reported_missing_not_raised():
+    odd = "~no-such-user-m3ui/x"
+    assert [f.check for f in check_paths(GOOD.replace(kt_weight_path=odd, init_expert_location=odd),
+                                         Engine())] == ["kt_weight_path", "init_expert_location"]
+    findings = plan_launch(GOOD.replace(model_path=odd), Engine("sim")).findings
+    assert any(f.check == "model_path" and "does not exist" in f.message for f in findings)

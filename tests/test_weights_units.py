@@ -43,6 +43,8 @@ def test_destination_is_made_absolute_and_must_be_a_folder(tmp_path: Path, monke
         DownloadRequest("o/r", tmp_path / "a-file")
     with pytest.raises(DestinationError):
         DownloadRequest("o/r", " ")  # type: ignore[arg-type]
+    with pytest.raises(DestinationError, match="no such user"):
+        DownloadRequest("o/r", "~no-such-user-m3ui/m3")  # type: ignore[arg-type]
 
 
 def test_file_hashes_follow_git_for_regular_files_and_sha256_for_lfs() -> None:

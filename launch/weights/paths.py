@@ -22,7 +22,10 @@ def resolve_destination(dest_dir: str | Path) -> Path:
     text = str(dest_dir).strip()
     if not text:
         raise DestinationError("no destination folder given")
-    path = Path(text).expanduser().resolve()
+    try:
+        path = Path(text).expanduser().resolve()
+    except RuntimeError:  # `~nosuchuser`
+        raise DestinationError(f"{text}: no such user's home folder") from None
     if path.exists() and not path.is_dir():
         raise DestinationError(f"{path} exists and is not a folder")
     return path
