@@ -30,6 +30,11 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def _same(typed: str, expected: str) -> bool:
+    """Constant-time; compared as UTF-8 bytes because compare_digest raises TypeError on non-ASCII str."""
+    return hmac.compare_digest(typed.encode(), expected.encode())
+
+
 @dataclass(frozen=True)
 class AccessPolicy:
     ui_host: str
@@ -63,12 +68,12 @@ class AccessPolicy:
         """Gradio's auth callable for the admin app (constant-time comparison)."""
         if not self.admin_password:
             return False
-        return hmac.compare_digest(username, ADMIN_USER) and hmac.compare_digest(password, self.admin_password)
+        return _same(username, ADMIN_USER) and _same(password, self.admin_password)
 
     def check_chat_login(self, username: str, password: str) -> bool:
         ok = False
         for user, secret in self.chat_users:
-            ok |= hmac.compare_digest(username, user) & hmac.compare_digest(password, secret)
+            ok |= _same(username, user) & _same(password, secret)
         return ok or self.check_admin_login(username, password)
 
     def require_admin(self, username: str | None) -> str:

@@ -29,6 +29,8 @@ NOTE_KINDS: tuple[NoteKind, ...] = get_args(NoteKind)
 DEFAULT_TITLE = "New chat"
 TITLE_CHARS = 48
 STATE_VERSION = 1
+# A chat's id names its export folder on the server (export_files), and ids come back from the browser.
+CHAT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 @dataclass(frozen=True)
@@ -155,10 +157,13 @@ def _chat_from_record(record: object) -> SavedChat | None:
     try:
         if not isinstance(record, Mapping):
             raise TypeError("not an object")
+        chat_id = str(record["id"])
+        if not CHAT_ID.fullmatch(chat_id):
+            raise ValueError(f"unusable chat id {chat_id[:80]!r}")
         conversation = from_json(json.dumps(record["conversation"]))
         notes = tuple(ChatNote(int(after), kind, str(text)) for after, kind, text in record.get("notes", ())
                       if kind in NOTE_KINDS)
-        return SavedChat(str(record["id"]), title_from(str(record.get("title", ""))) or DEFAULT_TITLE,
+        return SavedChat(chat_id, title_from(str(record.get("title", ""))) or DEFAULT_TITLE,
                          conversation, notes, float(record.get("updated_at", 0.0)))
     except (ConversationFormatError, KeyError, TypeError, ValueError) as exc:
         log.warning("skipping a saved chat that cannot be read: %s", exc)

@@ -20,6 +20,8 @@ from launch.supervisor import EngineState, Supervisor
 from m3ui.client import EndpointConfig
 
 LinkMode = Literal["none", "simulated", "launched", "attached"]
+_MODE_NAMES: dict[LinkMode, str] = {"simulated": "Simulated engine", "launched": "sglang-kt",
+                                    "attached": "External engine", "none": "No engine"}
 
 
 @dataclass(frozen=True)
@@ -30,16 +32,18 @@ class EngineStatus:
     simulated: bool
     phase_detail: str
     progress: float
-    elapsed: float
     url: str | None
     model: str | None
-    diagnosis: str | None
+
+    @property
+    def kind(self) -> str:
+        """What runs, in words."""
+        return _MODE_NAMES[self.mode]
 
     @property
     def label(self) -> str:
         """One line for the header: what runs, and how far it is."""
-        kind = {"simulated": "Simulated engine", "launched": "sglang-kt", "attached": "External engine",
-                "none": "No engine"}[self.mode]
+        kind = self.kind
         if self.ready:
             return f"{kind} ready — {self.model or '?'} at {self.url}"
         if self.state is EngineState.FAILED:
@@ -85,13 +89,12 @@ class EngineLink:
                   if plan.shape is not None and plan.host.gpu_bytes else None)
         self.supervisor.start(settings, engine, moe_layers=plan.shape.num_moe_layers if plan.shape else None,
                               sizing=sizing)
-        with self._lock:
-            self._mode = "simulated" if engine.kind == "sim" else "launched"
-            self._api_key, self._settings, self._engine = settings.api_key, settings, engine
+        self.adopted(settings, engine)
         return plan
 
     def adopted(self, settings: LaunchSettings, engine: Engine) -> None:
-        """The supervisor re-attached an engine an earlier app run started with these settings."""
+        """The supervisor runs an engine with these settings: just launched, or re-attached from an earlier
+        app run."""
         with self._lock:
             self._mode = "simulated" if engine.kind == "sim" else "launched"
             self._api_key, self._settings, self._engine = settings.api_key, settings, engine
@@ -112,8 +115,7 @@ class EngineLink:
             mode=self._mode,
             state=snap.state, ready=ready, phase_detail=snap.phase_detail,
             simulated=self._mode == "simulated" or bool(snap.readiness and snap.readiness.simulated),
-            progress=snap.progress, elapsed=snap.elapsed, url=snap.url, model=models[0] if models else None,
-            diagnosis=snap.diagnosis.render() if snap.diagnosis else None,
+            progress=snap.progress, url=snap.url, model=models[0] if models else None,
         )
 
     def endpoint(self) -> EndpointConfig | None:

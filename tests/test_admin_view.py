@@ -106,8 +106,8 @@ def _snapshot(state: EngineState, phase: Phase | None, progress: float = 0.5) ->
 
 
 def _link(state: EngineState) -> EngineStatus:
-    return EngineStatus("simulated", state, state is EngineState.READY, True, "", 0.5, 83.0,
-                        "http://127.0.0.1:30000", "MiniMax-M3", None)
+    return EngineStatus("simulated", state, state is EngineState.READY, True, "", 0.5, "http://127.0.0.1:30000",
+                        "MiniMax-M3")
 
 
 def test_the_status_strip_shows_the_phase_progress_and_elapsed_time():

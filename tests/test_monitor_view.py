@@ -50,8 +50,7 @@ def _recording_snapshot() -> ExpertSnapshot:
 
 def _status(state: EngineState = EngineState.READY, **changes: object) -> EngineStatus:
     values = dict(mode="launched", state=state, ready=state is EngineState.READY, simulated=False,
-                  phase_detail="ready", progress=1.0, elapsed=10.0, url="http://127.0.0.1:30000", model="MiniMax-M3",
-                  diagnosis=None)
+                  phase_detail="ready", progress=1.0, url="http://127.0.0.1:30000", model="MiniMax-M3")
     return EngineStatus(**{**values, **changes})
 
 

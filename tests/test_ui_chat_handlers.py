@@ -136,3 +136,18 @@ def test_earlier_reasoning_goes_back_to_the_model_only_when_asked(keep):
         earlier = server.requests[1]["messages"][2]
     assert earlier["role"] == "assistant" and earlier["content"] == "42"
     assert ("reasoning_content" in earlier) is keep
+
+
+def test_a_chat_id_from_the_browser_cannot_point_the_export_outside_its_folder(tmp_path):
+    """The saved chats come from the browser (or any API client): an id that is a path must not make the
+    export write into, or clear, a folder of the server."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("precious")
+    library = ChatLibrary.fresh()
+    state = library.put(library.active.with_conversation(library.active.conversation.ask("hi"))).to_state()
+    for bad_id in (str(victim), "../../victim"):
+        state["chats"][0]["id"] = bad_id
+        shown = controller(None).load(state)
+        assert shown[0].active.id != bad_id
+    assert [p.name for p in victim.iterdir()] == ["keep.txt"]

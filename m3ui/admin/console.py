@@ -225,6 +225,12 @@ class AdminConsole:
         return Outcome("ok", "No profile starts with the app: it starts the simulated engine.")
 
 
+def only_overridable_errors(findings: Sequence[Finding]) -> bool:
+    """There are errors, and all of them are ones the operator may override ('Start anyway' applies)."""
+    errors = [f for f in findings if f.is_error]
+    return bool(errors) and all(f.check in OVERRIDABLE_CHECKS for f in errors)
+
+
 def url_problem(url: str) -> str | None:
     parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -236,11 +242,10 @@ def url_problem(url: str) -> str | None:
 
 def _launch_outcome(plan: LaunchPlan, engine: Engine) -> Outcome:
     if not plan.ok:
-        errors = [f for f in plan.findings if f.is_error]
-        estimate_only = all(f.check in OVERRIDABLE_CHECKS for f in errors)
+        errors = sum(f.is_error for f in plan.findings)
         hint = " The only errors are the memory estimate: use 'Start anyway' to let the engine decide." \
-            if estimate_only else ""
-        return Outcome("error", f"Not started: preflight found {len(errors)} error(s).{hint}", plan.findings)
+            if only_overridable_errors(plan.findings) else ""
+        return Outcome("error", f"Not started: preflight found {errors} error(s).{hint}", plan.findings)
     what = "simulated engine" if engine.kind == "sim" else "sglang-kt"
     warnings = [f for f in plan.findings if f.level == "warning"]
     return Outcome("warning" if warnings else "ok", f"Starting the {what}: follow the phases above."

@@ -28,12 +28,6 @@ class ToolRegistry:
     def names(self) -> tuple[str, ...]:
         return tuple(self._tools)
 
-    def get(self, name: str) -> Tool | None:
-        return self._tools.get(name)
-
-    def __len__(self) -> int:
-        return len(self._tools)
-
     def openai_tools(self) -> list[dict[str, object]]:
         return [tool.to_openai() for tool in self._tools.values()]
 

@@ -11,7 +11,7 @@ import gradio as gr
 from launch.command import Engine
 from launch.settings import LaunchSettings
 from launch.supervisor import LOG_FILE_NAME, EngineState
-from m3ui.admin.console import OVERRIDABLE_CHECKS, AdminConsole, Outcome
+from m3ui.admin.console import AdminConsole, Outcome, only_overridable_errors
 from m3ui.admin.form import FormValue, form_values, read_engine, read_form
 from m3ui.admin.log_view import export_log, filter_log
 from m3ui.admin.presets import apply_choice, preset_choices
@@ -166,9 +166,7 @@ class AdminEvents:
 
     def after(self, outcome: Outcome) -> list[Any]:
         """Outcome, whether 'Start anyway' applies to it, and the status right away (not at the next tick)."""
-        errors = [f for f in outcome.findings if f.is_error]
-        estimate_only = bool(errors) and all(f.check in OVERRIDABLE_CHECKS for f in errors)
-        return [outcome_html(outcome), gr.Button(visible=estimate_only), self.status()]
+        return [outcome_html(outcome), gr.Button(visible=only_overridable_errors(outcome.findings)), self.status()]
 
     # --- the one timer ----------------------------------------------------------------------------------
 

@@ -48,7 +48,8 @@ class SettingsForm:
         messages = [field_message(by_field.get(f.name, ())) for f in FORM_FIELDS]
         groups = []
         for group in self.groups:
-            found = [f for f in FORM_FIELDS if f.group == group for f in by_field.get(f.name, ())]
+            found = [finding for field in FORM_FIELDS if field.group == group
+                     for finding in by_field.get(field.name, ())]
             note = counts(found)
             groups.append(gr.Accordion(label=GROUP_TITLES[group] + (f"  ·  {note}" if note else "")))
         return messages + groups

@@ -5,19 +5,15 @@ Every value that came from a form, a log or a file goes through `esc`; nothing h
 
 from __future__ import annotations
 
-import html
 from collections.abc import Iterable, Sequence
 
 from launch.advice import Figure
 from launch.findings import Finding
 from m3ui.admin.console import Outcome
 from m3ui.admin.form import FIELD_INDEX, FORM_FIELDS
+from m3ui.ui.monitor_format import esc
 
 _ICONS = {"error": "✖", "warning": "▲", "ok": "✔", "info": "●"}
-
-
-def esc(value: object) -> str:
-    return html.escape(str(value), quote=True)
 
 
 def field_label(name: str | None) -> str:

@@ -11,9 +11,6 @@ from launch.supervisor import EngineState, SupervisorSnapshot
 from m3ui.engine_link import EngineStatus
 from m3ui.ui.admin_html import duration, esc
 
-_KIND = {"simulated": "Simulated engine", "launched": "sglang-kt", "attached": "External engine",
-         "none": "No engine"}
-
 
 @dataclass
 class StatusStrip:
@@ -44,7 +41,6 @@ def _stepper(snap: SupervisorSnapshot) -> str:
 
 def render_status(snap: SupervisorSnapshot, link: EngineStatus) -> str:
     state = snap.state.value
-    kind = _KIND[link.mode]
     model = f"{link.model} at " if link.model else "at "
     where = f'<span class="m3a-dim">{esc(model)}{esc(snap.url)}</span>' if snap.url else ""
     sim = '<span class="m3-badge m3-badge-sim">SIMULATED</span>' if link.simulated else ""
@@ -59,7 +55,7 @@ def render_status(snap: SupervisorSnapshot, link: EngineStatus) -> str:
     phase = esc(snap.phase.value if snap.phase else "")
     return (f'<div class="m3a-status-card" data-engine-state="{state}" data-phase="{phase}">'
             f'<div class="m3a-status-line"><span class="m3a-state m3a-state-{state}">{esc(state.upper())}</span>'
-            f'<span class="m3a-kind">{esc(kind)}</span>{sim}{where}<span class="m3a-spacer"></span>{elapsed}</div>'
+            f'<span class="m3a-kind">{esc(link.kind)}</span>{sim}{where}<span class="m3a-spacer"></span>{elapsed}</div>'
             f'{_stepper(snap)}{bar}{detail}</div>')
 
 

@@ -161,8 +161,8 @@ def _wire(ui: ToolsTabUI, tools: ToolsController) -> None:
 
 
 def _schemas_json(selected: list[str], specs: tuple[str, ...]) -> str:
-    wanted = set(selected)
-    return json.dumps([t.to_openai() for t in all_tools(specs) if t.name in wanted], indent=2, ensure_ascii=False)
+    """Exactly what a send would offer the model."""
+    return json.dumps(selected_registry(selected, specs).openai_tools(), indent=2, ensure_ascii=False)
 
 
 def _approval_prompt(call: CallView) -> str:
