@@ -18,7 +18,10 @@ from m3ui.ui.header_view import build_header
 from m3ui.ui.monitor_view import build_monitor_tab
 from m3ui.ui.tools_view import build_tools_tab
 
-CSS_PATH = Path(__file__).resolve().parents[2] / "assets" / "m3ui.css"
+ASSETS = Path(__file__).resolve().parents[2] / "assets"
+# Every page's styles, and its scripts (assets/js/*.js, each one concern, run once per page load).
+CSS_FILES = ("m3ui.css",)
+JS_DIR = ASSETS / "js"
 TITLE = "m3ui — MiniMax-M3 on SGLang + KT-Kernel"
 
 
@@ -40,13 +43,24 @@ def build_main_app(services: AppServices) -> gr.Blocks:
 def build_asgi_app(services: AppServices) -> fastapi.FastAPI:
     app = fastapi.FastAPI(title=TITLE, docs_url=None, redoc_url=None, openapi_url=None)
     policy = services.policy
-    css = CSS_PATH.read_text(encoding="utf-8")
+    css = page_css()
+    head = page_head()
     if policy.admin_served:
         admin = build_admin_app(services)
         admin.queue(default_concurrency_limit=None)
-        gr.mount_gradio_app(app, admin, path="/admin", css=css,
+        gr.mount_gradio_app(app, admin, path="/admin", css=css, head=head,
                             auth=policy.check_admin_login if policy.admin_password else None,
                             auth_message="m3ui admin: log in as 'admin'")
     chat_auth = policy.check_chat_login if policy.chat_users else None
-    gr.mount_gradio_app(app, build_main_app(services), path="", css=css, auth=chat_auth)
+    gr.mount_gradio_app(app, build_main_app(services), path="", css=css, head=head, auth=chat_auth)
     return app
+
+
+def page_css() -> str:
+    return "\n".join((ASSETS / name).read_text(encoding="utf-8") for name in CSS_FILES)
+
+
+def page_head() -> str:
+    """The page scripts, inlined into <head> (no extra request, nothing fetched from elsewhere)."""
+    scripts = sorted(JS_DIR.glob("*.js")) if JS_DIR.is_dir() else []
+    return "".join(f"<script>{path.read_text(encoding='utf-8')}</script>" for path in scripts)
