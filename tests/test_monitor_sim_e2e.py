@@ -22,9 +22,9 @@ from m3ui.engine_link import EngineLink
 from m3ui.monitor.sampler import SamplerConfig
 from m3ui.monitor_service import MonitorService
 from m3ui.services import simulated_settings
-from m3ui.ui.monitor_engine_html import headline
-from m3ui.ui.monitor_experts_html import experts_panel
-from m3ui.ui.monitor_format import pct
+from m3ui.ui.monitor.engine_html import headline
+from m3ui.ui.monitor.experts_html import experts_panel
+from m3ui.ui.monitor.format import pct
 from tests.fault_proxy import FaultProxy
 from tests.monitor_sims import PACED_FAST, RECORDER_PATHS, alive, chat, dump_now, recorder_on, sim_with
 

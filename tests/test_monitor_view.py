@@ -21,12 +21,12 @@ from m3ui.monitor.gpu import GpuSample, GpuSnapshot
 from m3ui.monitor.processes import ProcessTreeSample
 from m3ui.monitor.target import KtThreads
 from m3ui.services import AppServices
-from m3ui.ui import monitor_frames as frames
-from m3ui.ui.monitor_engine_html import engine_state, headline
-from m3ui.ui.monitor_experts_html import experts_panel, rankings_panel
-from m3ui.ui.monitor_format import pct
-from m3ui.ui.monitor_machine_html import cpu_panel, gpu_panel
-from m3ui.ui.monitor_view import Seen, build_monitor_tab, refresh
+from m3ui.ui.monitor import frames
+from m3ui.ui.monitor.engine_html import engine_state, headline
+from m3ui.ui.monitor.experts_html import experts_panel, rankings_panel
+from m3ui.ui.monitor.format import pct
+from m3ui.ui.monitor.machine_html import cpu_panel, gpu_panel
+from m3ui.ui.monitor.view import Seen, build_monitor_tab, refresh
 
 M3 = load_model_shape(None)
 GIB = 1 << 30

@@ -11,7 +11,7 @@ from launch.advice import Figure
 from launch.findings import Finding
 from m3ui.admin.console import Outcome
 from m3ui.admin.form import FIELD_INDEX, FORM_FIELDS
-from m3ui.ui.monitor_format import esc
+from m3ui.ui.monitor.format import esc
 
 _ICONS = {"error": "✖", "warning": "▲", "ok": "✔", "info": "●"}
 

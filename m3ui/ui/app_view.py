@@ -15,7 +15,7 @@ from m3ui.services import AppServices
 from m3ui.ui.admin_view import build_admin_app
 from m3ui.ui.chat_view import build_chat_tab
 from m3ui.ui.header_view import build_header
-from m3ui.ui.monitor_view import build_monitor_tab
+from m3ui.ui.monitor.view import build_monitor_tab
 from m3ui.ui.tools_view import build_tools_tab
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from m3ui.experts.heatmap import gpu_edge_css, ramp_css_gradient
 from m3ui.experts.hit_rate import ExpertRank
 from m3ui.monitor.experts import ExpertSnapshot
-from m3ui.ui.monitor_format import NoteKind, count, esc, note, notes, pct, table
+from m3ui.ui.monitor.format import NoteKind, count, esc, note, notes, pct, table
 
 _EMPTY_STATES: dict[str, tuple[NoteKind, str]] = {
     "pending": ("empty", "No expert statistics yet."),

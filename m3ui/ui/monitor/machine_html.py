@@ -7,7 +7,7 @@ from launch.settings import FIELD_BY_NAME
 from m3ui.monitor.cpu import CoreUsage, CpuSnapshot, NumaUsage
 from m3ui.monitor.gpu import GpuSample, GpuSnapshot
 from m3ui.monitor.processes import ProcessTreeSample
-from m3ui.ui.monitor_format import bar, byte_rate, count, esc, facts, gib, note, notes, pct
+from m3ui.ui.monitor.format import bar, byte_rate, count, esc, facts, gib, note, notes, pct
 
 _CPUINFER, _NUMA_NODES = FIELD_BY_NAME["kt_cpuinfer"].spec.flag, FIELD_BY_NAME["kt_numa_nodes"].spec.flag
 _ROLE_CLASS = {"kt": "k", "spare": "s", "outside": "o", "unassigned": "u"}

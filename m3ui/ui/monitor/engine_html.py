@@ -9,7 +9,7 @@ from m3ui.monitor.engine import EngineSnapshot
 from m3ui.monitor.experts import ExpertSnapshot
 from m3ui.monitor.gpu import GpuSnapshot
 from m3ui.monitor.sampler import MonitorSnapshot
-from m3ui.ui.monitor_format import GIB, bar, count, esc, facts, gib, note, pct, per_second, tile
+from m3ui.ui.monitor.format import GIB, bar, count, esc, facts, gib, note, pct, per_second, tile
 
 # why the GPU hit rate is unknown, in a few words (the expert panel says it in full)
 _EXPERT_SHORT = {

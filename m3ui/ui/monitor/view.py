@@ -19,10 +19,10 @@ from gradio.context import Context
 from m3ui.monitor.experts import ExpertSnapshot
 from m3ui.monitor.sampler import MonitorHistory, MonitorSnapshot
 from m3ui.services import AppServices
-from m3ui.ui import monitor_frames as frames
-from m3ui.ui.monitor_engine_html import engine_panel, headline
-from m3ui.ui.monitor_experts_html import experts_panel, rankings_panel
-from m3ui.ui.monitor_machine_html import cpu_panel, gpu_panel
+from m3ui.ui.monitor import frames
+from m3ui.ui.monitor.engine_html import engine_panel, headline
+from m3ui.ui.monitor.experts_html import experts_panel, rankings_panel
+from m3ui.ui.monitor.machine_html import cpu_panel, gpu_panel
 
 REFRESH_S = 1.0
 CHARTS_EVERY_S = 5.0

@@ -16,7 +16,7 @@ from m3ui.experts.window import HitRatePoint
 from m3ui.monitor.cpu import CpuPoint
 from m3ui.monitor.engine import EngineSnapshot
 from m3ui.monitor.gpu import GpuSample, GpuSnapshot
-from m3ui.ui.monitor_format import GIB
+from m3ui.ui.monitor.format import GIB
 
 ROW_BUDGET = 150
 COLUMNS = ("time", "value", "series")

@@ -1,0 +1,1 @@
+"""The Monitor tab: its view, the data frames behind its charts, and the HTML of its panels."""
