@@ -1,4 +1,4 @@
-"""Presets render byte-for-byte as the seed's commands; argv is literal, never a shell string."""
+"""Presets render byte-for-byte as the reference deployment's commands; argv is literal, never a shell string."""
 
 import re
 import shlex
@@ -7,7 +7,7 @@ from pathlib import Path
 from launch.command import RECORDER_DIR_ENV, Engine, build_command
 from launch.presets import preset, with_expert_monitoring
 
-SEED = Path(__file__).resolve().parents[2] / "shared" / "reference" / "SEED_PRESETS.md"
+SEED = Path(__file__).resolve().parent / "data" / "seed_presets.md"
 
 
 def _seed_tp8() -> str:
@@ -16,10 +16,11 @@ def _seed_tp8() -> str:
 
 
 def _seed_single() -> str:
-    """The seed states the single-GPU command as the TP8 one with four values changed."""
+    """The seed states the single-GPU command as the TP8 one with the values of its table changed."""
     out = _seed_tp8()
-    for flag, value in [("--kt-num-gpu-experts", "4"), ("--tp-size", "1"), ("--mem-fraction-static", "0.85"),
-                        ("--chunked-prefill-size", "4096")]:
+    changes = re.findall(r"^\| `(--[\w-]+)` \| (\S+) \|$", SEED.read_text(), re.M)
+    assert len(changes) == 4
+    for flag, value in changes:
         out, n = re.subn(rf"({flag}) \S+", rf"\1 {value}", out)
         assert n == 1
     return out
