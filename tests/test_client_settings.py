@@ -31,11 +31,17 @@ def test_a_typo_in_the_thinking_mode_never_reaches_the_server():
 @pytest.mark.parametrize(
     "bad",
     [{"temperature": -0.1}, {"top_p": 0.0}, {"max_tokens": 0}, {"top_k": 0}, {"min_p": 1.5},
-     {"repetition_penalty": 0.0}],
+     {"repetition_penalty": 0.0}, {"stall_seconds": 0.5}, {"stall_seconds": 7200.0},
+     {"stall_seconds": float("nan")}, {"stall_seconds": float("inf")}],
 )
 def test_out_of_range_sampling_settings_are_refused(bad):
     with pytest.raises(SettingsError, match=next(iter(bad))):
         GenerationSettings(**bad)
+
+
+def test_the_stall_limit_defaults_to_a_minute_and_can_be_changed():
+    assert GenerationSettings().stall_seconds == 60.0
+    assert GenerationSettings(stall_seconds=300).stall_seconds == 300
 
 
 def test_defaults_are_the_reference_chat_settings_and_greedy_only_changes_temperature():

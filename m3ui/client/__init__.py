@@ -18,6 +18,8 @@ from m3ui.client.events import (
 )
 from m3ui.client.request import ForceTool, ToolChoice, WireMessage, WireTool
 from m3ui.client.settings import (
+    MAX_STALL_SECONDS,
+    MIN_STALL_SECONDS,
     THINKING_MODES,
     EndpointConfig,
     GenerationSettings,
@@ -28,6 +30,8 @@ from m3ui.client.settings import (
 from m3ui.client.stream import ChatStream
 
 __all__ = [
+    "MAX_STALL_SECONDS",
+    "MIN_STALL_SECONDS",
     "THINKING_MODES",
     "ChatClient",
     "ChatStream",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Literal, get_args
 
@@ -34,6 +35,9 @@ class GenerationSettings:
     min_p: float | None = None
     repetition_penalty: float | None = None
     seed: int | None = None
+    # Longest silence (no byte from the engine) before the answer is given up as stalled; long prefills of big
+    # prompts are silent until the first token, so the user can raise it.
+    stall_seconds: float = 60.0
 
     def __post_init__(self) -> None:
         validate_thinking_mode(self.thinking_mode)
@@ -46,6 +50,10 @@ class GenerationSettings:
             self.repetition_penalty is None or self.repetition_penalty > 0,
             f"repetition_penalty must be positive; got {self.repetition_penalty}",
         )
+        _check(
+            math.isfinite(self.stall_seconds) and MIN_STALL_SECONDS <= self.stall_seconds <= MAX_STALL_SECONDS,
+            f"stall_seconds must be in [{MIN_STALL_SECONDS:g}, {MAX_STALL_SECONDS:g}]; got {self.stall_seconds}",
+        )
 
     def greedy(self) -> GenerationSettings:
         """The reference's benchmark preset: same settings at temperature 0."""
@@ -53,6 +61,9 @@ class GenerationSettings:
 
 
 GREEDY_TEMPERATURE = 0.0
+# Bounds of the stall limit: below a second a busy engine looks stalled; beyond an hour nobody is waiting.
+MIN_STALL_SECONDS = 1.0
+MAX_STALL_SECONDS = 3600.0
 
 
 def _check(ok: bool, message: str) -> None:

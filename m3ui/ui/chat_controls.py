@@ -24,7 +24,7 @@ def _ordered_modes() -> tuple[str, ...]:
 
 
 def settings_from_form(thinking_mode: str, temperature: float | None = None, top_p: float | None = None,
-                       max_tokens: float | None = None) -> GenerationSettings:
+                       max_tokens: float | None = None, *, stall_seconds: float | None = None) -> GenerationSettings:
     """The settings, or gr.Error with what to fix (raised before anything is sent or changed)."""
     defaults = GenerationSettings()
     try:
@@ -33,6 +33,7 @@ def settings_from_form(thinking_mode: str, temperature: float | None = None, top
             temperature=defaults.temperature if temperature is None else float(temperature),
             top_p=defaults.top_p if top_p is None else float(top_p),
             max_tokens=defaults.max_tokens if max_tokens is None else _whole(max_tokens),
+            stall_seconds=defaults.stall_seconds if stall_seconds is None else float(stall_seconds),
         )
     except SettingsError as exc:
         raise gr.Error(f"Fix the settings before sending: {exc}", title="Invalid setting") from exc
