@@ -60,6 +60,11 @@ class Diagnosis:
             lines.extend(f"    --{name.replace('_', '-')} {value}" for name, value in self.changes)
         return "\n".join(lines)
 
+    @property
+    def plain(self) -> str:
+        """What happened, in one sentence for people who only chat (no flags, no log lines)."""
+        return _plain_words(self)
+
 
 @dataclass(frozen=True)
 class SizingContext:
@@ -326,6 +331,29 @@ def _describe_exit(code: int | None) -> str:
         except ValueError:
             return f"was killed by signal {-code}"
     return f"exited with code {code}"
+
+
+_PLAIN_WORDS = {
+    FailureCause.KV_POOL_TOO_SMALL: "The engine stopped: it had too little GPU memory left for its cache",
+    FailureCause.CUDA_OOM_AT_LOAD: "The engine stopped: it ran out of GPU memory while loading the model",
+    FailureCause.CUDA_OOM_ACTIVATION: "The engine stopped: it ran out of GPU memory while answering",
+    FailureCause.GRAPH_CAPTURE: "The engine stopped: it ran out of GPU memory while preparing to answer",
+    FailureCause.PORT_BUSY: "The engine stopped: another program uses its network port",
+    FailureCause.KT_KERNEL_CPU: "The engine stopped: it cannot run on this computer's processor",
+    FailureCause.MODEL_PATH: "The engine stopped: it could not find the model files",
+    FailureCause.SCHEDULER_DEATH: "The engine crashed: one of its processes raised an error",
+    FailureCause.STARTUP_TIMEOUT: "The engine took too long to start and was stopped",
+}
+
+
+def _plain_words(d: Diagnosis) -> str:
+    """A clause without a full stop, so callers can say what happens next."""
+    unexplained = d.cause in (FailureCause.UNKNOWN, FailureCause.SCHEDULER_DEATH)
+    if unexplained and (d.exit_code == -signal.SIGKILL or "Exit code: -9" in d.evidence):
+        return "The engine was killed by SIGKILL — probably the out-of-memory killer"
+    if d.cause is FailureCause.UNKNOWN:
+        return f"The engine {_describe_exit(d.exit_code)} unexpectedly"
+    return _PLAIN_WORDS[d.cause]
 
 
 _EXPLAINERS = {

@@ -363,7 +363,9 @@ class Supervisor:
             if run is None:
                 return SupervisorSnapshot(state, "idle", None, 0.0, "no engine", 0.0, None, None, None, None, (),
                                           None, None)
-            detail = run.tracker.detail if state in (EngineState.STARTING, EngineState.FAILED) else state.value
+            detail = run.tracker.detail if state is EngineState.STARTING else state.value
+            if state is EngineState.FAILED:  # the tracker may still say "ready": the engine died after that
+                detail = run.diagnosis.title if run.diagnosis else "failed"
             return SupervisorSnapshot(
                 state, run.mode, run.tracker.phase if run.mode == "managed" else None, run.tracker.progress,
                 detail, (run.ended_at or time.time()) - run.started_at, run.pid, run.url,

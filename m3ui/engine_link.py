@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 from launch.command import Engine, build_command
-from launch.diagnosis import SizingContext
+from launch.diagnosis import Diagnosis, SizingContext
 from launch.findings import has_errors
 from launch.preflight import LaunchPlan, plan_launch
 from launch.settings import LaunchSettings
@@ -34,6 +34,8 @@ class EngineStatus:
     progress: float
     url: str | None
     model: str | None
+    # One plain line for chat users when the engine died or failed to start (None otherwise).
+    failure: str | None = None
 
     @property
     def kind(self) -> str:
@@ -47,7 +49,7 @@ class EngineStatus:
         if self.ready:
             return f"{kind} ready — {self.model or '?'} at {self.url}"
         if self.state is EngineState.FAILED:
-            return f"{kind} failed — {self.phase_detail}"
+            return f"{kind} failed — {self.phase_detail}"  # the diagnosis' title, never a stale phase
         if self.state is EngineState.STARTING:
             return f"{kind} starting ({self.progress:.0%}) — {self.phase_detail}"
         return f"{kind} {self.state.value}"
@@ -116,6 +118,7 @@ class EngineLink:
             state=snap.state, ready=ready, phase_detail=snap.phase_detail,
             simulated=self._mode == "simulated" or bool(snap.readiness and snap.readiness.simulated),
             progress=snap.progress, url=snap.url, model=models[0] if models else None,
+            failure=_failure_line(snap.diagnosis) if snap.state is EngineState.FAILED else None,
         )
 
     def endpoint(self) -> EndpointConfig | None:
@@ -132,6 +135,11 @@ class EngineLink:
         if self._mode in ("simulated", "launched") and snap.run_dir is not None:
             return snap.run_dir / "recorder"
         return None
+
+
+def _failure_line(diagnosis: Diagnosis | None) -> str:
+    what = diagnosis.plain if diagnosis is not None else "The engine stopped unexpectedly"
+    return f"{what}; an admin can restart it from the admin panel."
 
 
 def _overridden(plan: LaunchPlan, settings: LaunchSettings, engine: Engine, checks: frozenset[str]) -> LaunchPlan:

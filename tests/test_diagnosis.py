@@ -184,3 +184,15 @@ def test_a_scheduler_killed_outright_points_at_cpu_ram_and_the_oom_killer():
     d = diagnose(lines, SINGLE, phase=Phase.LOADING_WEIGHTS, exit_code=1)
     assert d.cause is FailureCause.SCHEDULER_DEATH
     assert "SIGKILL" in d.title and "CPU RAM" in d.explanation
+
+
+@pytest.mark.parametrize(("lines", "phase", "exit_code", "plain"), [
+    (["Load weight begin. avail mem=93.12 GB"], Phase.LOADING_WEIGHTS, -9,
+     "The engine was killed by SIGKILL — probably the out-of-memory killer"),
+    (SCHEDULER_DEAD, Phase.LOADING_WEIGHTS, 1, "The engine was killed by SIGKILL — probably the out-of-memory killer"),
+    (KV_POOL, Phase.KV_CACHE, 1, "The engine stopped: it had too little GPU memory left for its cache"),
+    (CUDA_OOM, Phase.READY, 1, "The engine stopped: it ran out of GPU memory while answering"),
+    (["Segmentation fault"], Phase.READY, 3, "The engine exited with code 3 unexpectedly"),
+])
+def test_the_plain_line_for_chat_users_names_the_cause_without_flags_or_log_text(lines, phase, exit_code, plain):
+    assert diagnose(lines, SINGLE, phase=phase, exit_code=exit_code).plain == plain
