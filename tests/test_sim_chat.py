@@ -135,6 +135,15 @@ def test_over_long_inputs_are_400s_without_streaming(sim: SimProcess) -> None:
         assert response.status_code == 400 and fragment in response.json()["message"]
 
 
+def test_with_context_length_set_max_tokens_beyond_it_is_refused_before_streaming(sim: SimProcess) -> None:
+    body = ask("hi", max_tokens=CONTEXT + 1)
+    message = (f"max_completion_tokens is too large: {CONTEXT + 1}."  # sic: sglang's message lacks the space
+               f"This model supports at most {CONTEXT} completion tokens.")
+    for stream in (False, True):
+        response = httpx.post(f"{sim.url}/v1/chat/completions", json={**body, "stream": stream}, timeout=30)
+        assert (response.status_code, response.json()["message"]) == (400, message)
+
+
 def test_out_of_range_sampling_settings_are_refused_like_the_tokenizer_manager_does(sim: SimProcess) -> None:
     body = ask("What is 2+2?", top_p=0.0)
     assert stream_chat(sim.url, body).error["message"] == "top_p must be in (0, 1], got 0.0."

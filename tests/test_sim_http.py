@@ -12,7 +12,7 @@ import pytest
 from launch.presets import with_expert_monitoring
 from launch.settings import setting_fields
 from tests.sim_process import SimProcess, free_port, running_sim, sim_settings
-from tests.sim_sse import chat
+from tests.sim_sse import chat, stream_chat
 from torchzip.reader import load_tensors
 
 KEY = "s3cret-key"
@@ -115,6 +115,30 @@ def test_schema_errors_and_wrong_content_types_are_400_not_422(sim: SimProcess) 
     plain = httpx.post(f"{sim.url}/v1/chat/completions", content=b"{}", timeout=5,
                        headers={**AUTH, "Content-Type": "text/plain"})
     assert plain.status_code == 400 and "Only 'application/json' is allowed" in plain.json()["message"]
+
+
+def test_a_json_array_body_is_a_500_as_sglangs_own_validator_crashes_on_it(sim: SimProcess) -> None:
+    # protocol.py's set_tool_choice_default calls `.get` on the body: an AttributeError, not a 400.
+    response = httpx.post(f"{sim.url}/v1/chat/completions", content=b'[{"role": "user", "content": "hi"}]',
+                          headers={**AUTH, "Content-Type": "application/json"}, timeout=5)
+    assert (response.status_code, response.text) == (500, "Internal Server Error")
+    assert chat(sim.url, {"messages": [{"role": "user", "content": "hi"}]}, AUTH).status_code == 200
+
+
+def test_max_tokens_beyond_the_context_fails_in_the_tokenizer_manager_without_context_length(sim: SimProcess) -> None:
+    # No --context-length: serving_chat does not check max_tokens; the tokenizer manager refuses input + max_tokens.
+    body = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2_000_000}
+    expected = re.compile(r"Requested token count exceeds the model's maximum context length of 1048576 tokens\. "
+                          r"You requested a total of (\d+) tokens: (\d+) tokens from the input messages and "
+                          r"2000000 tokens for the completion\. Please reduce the number of tokens in the input "
+                          r"messages or the completion to fit within the limit\.")
+    response = chat(sim.url, body, AUTH)
+    assert response.status_code == 400
+    match = expected.fullmatch(response.json()["message"])
+    assert match and int(match[1]) == int(match[2]) + 2_000_000
+    streamed = stream_chat(sim.url, body, AUTH)  # 200, then the error event, then [DONE]
+    assert streamed.events[-1] == "data: [DONE]\n\n" and len(streamed.events) == 2
+    assert expected.fullmatch(streamed.error["message"]) and streamed.error["code"] == 400
 
 
 def test_the_recorder_routes_answer_text_and_dump_what_the_chat_routed(sim: SimProcess, recorder_dir: Path) -> None:

@@ -85,7 +85,7 @@ def error_response(message: str, err_type: str = "BadRequestError", code: int = 
 
 
 async def chat_completions(engine: Engine, request: ChatRequest, raw: Request) -> Response:
-    problem = check_request(request, engine.plan.context_len)
+    problem = check_request(request, engine.plan.context_length_flag)
     if problem:
         return error_response(problem)
     try:

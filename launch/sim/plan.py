@@ -39,6 +39,7 @@ class ServingPlan:
     served_model_name: str
     kt_active: bool
     context_len: int
+    context_length_flag: int | None  # --context-length as given; sglang checks max_tokens up front only then
     chunked_prefill_size: int
     cuda_graph_max_bs: int
     graph_bytes: float  # per GPU, taken by CUDA graph capture
@@ -88,7 +89,8 @@ def build_plan(args: SimArgs, shape: ModelShape, hardware: SimConfig, config_dir
     chunk_default, graph_bs_default = _gpu_memory_defaults(hardware.gpu_bytes, tp)
     graph_bs = settings.cuda_graph_max_bs or graph_bs_default
     context_arg = args.passthrough_value("context_length")
-    context_len = int(context_arg[0]) if context_arg else shape.max_positions
+    context_flag = int(context_arg[0]) if context_arg else None
+    context_len = context_flag or shape.max_positions
     kv_tokens = memory.kv_tokens
     if settings.max_total_tokens is not None:
         kv_tokens = min(kv_tokens, settings.max_total_tokens)
@@ -100,7 +102,7 @@ def build_plan(args: SimArgs, shape: ModelShape, hardware: SimConfig, config_dir
         settings=settings, shape=shape, hardware=hardware, memory=memory, model_path=model_path,
         architecture=_architecture(config_dir),
         served_model_name=settings.served_model_name or model_path, kt_active=kt_on,
-        context_len=context_len,
+        context_len=context_len, context_length_flag=context_flag,
         chunked_prefill_size=settings.chunked_prefill_size or chunk_default, cuda_graph_max_bs=graph_bs,
         graph_bytes=(0.25 + 0.004 * graph_bs) * GIB,
         max_total_num_tokens=kv_tokens, max_running_requests=max(0, running),

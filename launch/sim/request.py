@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from launch.sim.answers import Conversation, ToolChoiceMode, Turn
 from launch.sim.m3_text import PlannedCall
@@ -103,11 +103,21 @@ class ChatRequest(_Lenient):
     frequency_penalty: float = 0.0
     presence_penalty: float = 0.0
 
+    @model_validator(mode="before")
+    @classmethod
+    def _tool_choice_default(cls, values: Any) -> Any:
+        """protocol.py's set_tool_choice_default, kept as it is: it calls `.get` on whatever the body is, so a
+        JSON array (or any non-object) raises AttributeError, which is no validation error, and the server
+        answers 500 Internal Server Error, not 400."""
+        if values.get("tool_choice") is None:
+            values["tool_choice"] = "none" if values.get("tools") is None else "auto"
+        return values
+
     @property
     def choice_mode(self) -> ToolChoiceMode:
         if isinstance(self.tool_choice, NamedToolChoice):
             return "named"
-        return self.tool_choice or ("auto" if self.tools is not None else "none")
+        return self.tool_choice or "none"
 
     @property
     def named_tool(self) -> str | None:
@@ -124,8 +134,11 @@ class ChatRequest(_Lenient):
         return value if isinstance(value, str) else None
 
 
-def check_request(request: ChatRequest, context_len: int) -> str | None:
-    """The first reason sglang-kt refuses the request before generating (HTTP 400), or None."""
+def check_request(request: ChatRequest, context_length_flag: int | None) -> str | None:
+    """The first reason sglang-kt refuses the request before generating (HTTP 400), or None.
+
+    max_tokens is held against `--context-length` only when that flag was given; otherwise an oversized
+    request passes here and fails in the tokenizer manager (chat_route._context_error)."""
     if not request.messages:
         return "Messages cannot be empty."
     tools = request.tools or []
@@ -137,9 +150,9 @@ def check_request(request: ChatRequest, context_len: int) -> str | None:
         if not any(t.function.name == request.named_tool for t in tools):
             return f"Tool '{request.named_tool}' not found in tools list."
     limit = request.max_new_tokens
-    if limit and limit > context_len:
+    if limit and context_length_flag and limit > context_length_flag:
         return (f"max_completion_tokens is too large: {limit}."
-                f"This model supports at most {context_len} completion tokens.")
+                f"This model supports at most {context_length_flag} completion tokens.")
     return None
 
 
