@@ -17,11 +17,11 @@ from m3ui.access import AccessPolicy
 from m3ui.admin.form import FORM_FIELDS, form_values, read_form
 from m3ui.engine_link import EngineStatus
 from m3ui.services import AppServices
-from m3ui.ui.admin_form import build_settings_form
-from m3ui.ui.admin_guard import API_PREFIX
-from m3ui.ui.admin_sizing import render_plan
-from m3ui.ui.admin_status import render_status
-from m3ui.ui.admin_view import build_admin_app
+from m3ui.ui.admin.form import build_settings_form
+from m3ui.ui.admin.guard import API_PREFIX
+from m3ui.ui.admin.sizing import render_plan
+from m3ui.ui.admin.status import render_status
+from m3ui.ui.admin.view import build_admin_app
 from tests.test_admin_form import _other_value
 
 assert os.environ.get("GRADIO_ANALYTICS_ENABLED") == "False"

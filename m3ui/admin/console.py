@@ -2,7 +2,7 @@
 diagnosis' change and relaunch, roll back to the last good launch, save / load / delete profiles.
 
 Results are values (`Outcome`) the view shows; nothing here raises for an operator's mistake. Who may call
-these is decided before: every admin handler checks the user first (m3ui/ui/admin_guard.py).
+these is decided before: every admin handler checks the user first (m3ui/ui/admin/guard.py).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import fastapi
 import gradio as gr
 
 from m3ui.services import AppServices
-from m3ui.ui.admin_view import build_admin_app
+from m3ui.ui.admin.view import build_admin_app
 from m3ui.ui.chat_view import build_chat_tab
 from m3ui.ui.header_view import build_header
 from m3ui.ui.monitor.view import build_monitor_tab

@@ -9,7 +9,7 @@ import gradio as gr
 
 from launch.diagnosis import Diagnosis
 from launch.profile import Profile
-from m3ui.ui.admin_html import esc, field_label
+from m3ui.ui.admin.markup import esc, field_label
 
 
 @dataclass

@@ -13,7 +13,7 @@ from launch.command import Engine
 from launch.findings import Finding
 from launch.settings import GROUP_TITLES, Group, LaunchSettings
 from m3ui.admin.form import ENGINE_KINDS, FORM_FIELDS, UNSET, FormField, form_values
-from m3ui.ui.admin_html import counts, field_message
+from m3ui.ui.admin.markup import counts, field_message
 
 OPEN_GROUPS: frozenset[Group] = frozenset({"model", "kt", "gpu", "memory"})
 

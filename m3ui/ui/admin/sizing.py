@@ -10,7 +10,7 @@ import gradio as gr
 from launch.advice import Advice
 from launch.sizing import ACTIVATION_RESERVE, GB, MemoryPlan
 from m3ui.admin.review import Review, current_gpu_experts, what_if
-from m3ui.ui.admin_html import esc, field_label, figures_table
+from m3ui.ui.admin.markup import esc, field_label, figures_table
 
 _VERDICT = {
     "ok": ("ok", "Fits"),

@@ -10,7 +10,7 @@ import gradio as gr
 from launch.weights import DEFAULT_REPO_ID, DownloadPlan, DownloadProgress
 from launch.weights.units import format_bytes
 from m3ui.admin.weights import WeightsForm
-from m3ui.ui.admin_html import esc
+from m3ui.ui.admin.markup import esc
 
 
 @dataclass

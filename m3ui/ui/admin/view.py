@@ -1,6 +1,6 @@
 """The admin app (mounted at /admin with its own login): the operator's cockpit for the engine.
 
-Layout in m3ui/ui/admin_layout.py, events in m3ui/ui/admin_events.py, logic in m3ui/admin/ (no Gradio).
+Layout in m3ui/ui/admin/layout.py, events in m3ui/ui/admin/events.py, logic in m3ui/admin/ (no Gradio).
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import gradio as gr
 from m3ui.admin.console import AdminConsole
 from m3ui.admin.weights import WeightsDesk
 from m3ui.services import AppServices
-from m3ui.ui.admin_events import AdminEvents
-from m3ui.ui.admin_guard import AdminGuard
-from m3ui.ui.admin_layout import build_layout
+from m3ui.ui.admin.events import AdminEvents
+from m3ui.ui.admin.guard import AdminGuard
+from m3ui.ui.admin.layout import build_layout
 
 TITLE = "m3ui admin — engine cockpit"
 

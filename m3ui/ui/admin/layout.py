@@ -1,6 +1,6 @@
 """The admin app's layout: a status strip with Start / Stop / Restart, the failure diagnosis, and one tab per
 section (launch settings with checks, command and sizing; engine log; hardware and model; profiles; model
-weights; attach). Components live on `AdminView`; m3ui/ui/admin_events.py wires them."""
+weights; attach). Components live on `AdminView`; m3ui/ui/admin/events.py wires them."""
 
 from __future__ import annotations
 
@@ -9,18 +9,18 @@ from pathlib import Path
 
 import gradio as gr
 
-from m3ui.ui.admin_attach import AttachPanel, build_attach_panel
-from m3ui.ui.admin_command import CommandPanel, build_command_panel
-from m3ui.ui.admin_diagnosis import DiagnosisPanel, build_diagnosis_panel
-from m3ui.ui.admin_form import SettingsForm, build_settings_form
-from m3ui.ui.admin_logs import LogPanel, build_log_panel
-from m3ui.ui.admin_profiles import ProfilePanel, build_profile_panel
-from m3ui.ui.admin_sizing import SizingPanel, build_sizing_panel
-from m3ui.ui.admin_status import StatusStrip, build_status_strip
-from m3ui.ui.admin_summary import SummaryPanel, build_summary_panel
-from m3ui.ui.admin_weights import WeightsPanel, build_weights_panel
+from m3ui.ui.admin.attach import AttachPanel, build_attach_panel
+from m3ui.ui.admin.command import CommandPanel, build_command_panel
+from m3ui.ui.admin.diagnosis import DiagnosisPanel, build_diagnosis_panel
+from m3ui.ui.admin.form import SettingsForm, build_settings_form
+from m3ui.ui.admin.logs import LogPanel, build_log_panel
+from m3ui.ui.admin.profiles import ProfilePanel, build_profile_panel
+from m3ui.ui.admin.sizing import SizingPanel, build_sizing_panel
+from m3ui.ui.admin.status import StatusStrip, build_status_strip
+from m3ui.ui.admin.summary import SummaryPanel, build_summary_panel
+from m3ui.ui.admin.weights import WeightsPanel, build_weights_panel
 
-CSS_PATH = Path(__file__).resolve().parents[2] / "assets" / "admin.css"
+CSS_PATH = Path(__file__).resolve().parents[3] / "assets" / "admin.css"
 TICK_S = 1.0
 
 

@@ -9,7 +9,7 @@ import gradio as gr
 from launch.phases import PHASE_ORDER, Phase
 from launch.supervisor import EngineState, SupervisorSnapshot
 from m3ui.engine_link import EngineStatus
-from m3ui.ui.admin_html import duration, esc
+from m3ui.ui.admin.markup import duration, esc
 
 
 @dataclass

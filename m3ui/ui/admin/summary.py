@@ -11,7 +11,7 @@ import gradio as gr
 from launch.advice import Figure
 from launch.hardware import HardwareReport, format_report
 from m3ui.admin.model_info import ModelReading, model_summary
-from m3ui.ui.admin_html import esc, figures_table, findings_list
+from m3ui.ui.admin.markup import esc, figures_table, findings_list
 
 GIB = 1024**3
 _KT_PATH = {

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import gradio as gr
 
 from m3ui.admin.review import Review
-from m3ui.ui.admin_html import counts, esc, findings_list
+from m3ui.ui.admin.markup import counts, esc, findings_list
 
 
 @dataclass

@@ -17,16 +17,16 @@ from m3ui.admin.log_view import export_log, filter_log
 from m3ui.admin.presets import apply_choice, preset_choices
 from m3ui.admin.review import Change, Review
 from m3ui.admin.weights import WeightsDesk
-from m3ui.ui.admin_command import command_text, render_checks
-from m3ui.ui.admin_guard import AdminGuard
-from m3ui.ui.admin_html import outcome_html
-from m3ui.ui.admin_layout import AdminView
-from m3ui.ui.admin_logs import LOG_LINES
-from m3ui.ui.admin_profiles import render_profiles
-from m3ui.ui.admin_sizing import plan_for, render_advice, slider_update
-from m3ui.ui.admin_status import render_status
-from m3ui.ui.admin_summary import render_hardware, render_model, render_model_brief
-from m3ui.ui.admin_weights import read_weights_form, render_plan_files, render_progress
+from m3ui.ui.admin.command import command_text, render_checks
+from m3ui.ui.admin.guard import AdminGuard
+from m3ui.ui.admin.layout import AdminView
+from m3ui.ui.admin.logs import LOG_LINES
+from m3ui.ui.admin.markup import outcome_html
+from m3ui.ui.admin.profiles import render_profiles
+from m3ui.ui.admin.sizing import plan_for, render_advice, slider_update
+from m3ui.ui.admin.status import render_status
+from m3ui.ui.admin.summary import render_hardware, render_model, render_model_brief
+from m3ui.ui.admin.weights import read_weights_form, render_plan_files, render_progress
 
 LOG_SCAN = 5000  # ring-buffer lines the filter looks through
 DOWNLOAD_JS = "() => setTimeout(() => document.querySelector('#m3-log-file a[download]')?.click(), 400)"

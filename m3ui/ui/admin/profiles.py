@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import gradio as gr
 
 from launch.profile import Profile, ProfileError, ProfileStore
-from m3ui.ui.admin_html import esc
+from m3ui.ui.admin.markup import esc
 
 
 @dataclass
