@@ -34,7 +34,16 @@ class JsonReply:
     body: dict[str, object] = field(default_factory=dict)
 
 
-Reply = SseReply | JsonReply
+@dataclass(frozen=True)
+class RawReply:
+    """Any body with any content type, sent as one chunk: for engines that misbehave."""
+
+    body: bytes
+    content_type: str = "text/event-stream"
+    status: int = 200
+
+
+Reply = SseReply | JsonReply | RawReply
 
 
 def load_samples() -> dict[str, tuple[str, ...]]:
@@ -137,6 +146,8 @@ def _handler_for(server: ReplayServer) -> type[BaseHTTPRequestHandler]:
             try:
                 if isinstance(reply, JsonReply):
                     self._send_json(reply)
+                elif isinstance(reply, RawReply):
+                    self._send_raw(reply)
                 else:
                     self._send_sse(reply)
             except (BrokenPipeError, ConnectionResetError):
@@ -149,6 +160,13 @@ def _handler_for(server: ReplayServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+
+        def _send_raw(self, reply: RawReply) -> None:
+            self.send_response(reply.status)
+            self.send_header("Content-Type", reply.content_type)
+            self.send_header("Content-Length", str(len(reply.body)))
+            self.end_headers()
+            self.wfile.write(reply.body)
 
         def _send_sse(self, reply: SseReply) -> None:
             self.send_response(200)

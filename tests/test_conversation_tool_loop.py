@@ -110,6 +110,16 @@ def test_a_denied_call_is_not_run_and_says_denied_by_user():
     assert contents == ["done", "Error: denied by user"]
 
 
+def test_a_call_that_cannot_run_is_refused_before_the_user_is_asked():
+    asked = []
+    replies = [tool_calls_reply(("no_such_tool", '{"x": 1}'), ("calculator", '{"expr": "1"}')), answer_reply("ok")]
+    events, requests = run_loop(replies, approve=lambda call: asked.append(call.name) or True)
+    assert asked == [], "an undeclared tool or invalid arguments must never reach the approval question"
+    contents = [m["content"] for m in requests[1]["messages"] if m["role"] == "tool"]
+    assert contents[0].startswith("Error: unknown tool 'no_such_tool'")
+    assert contents[1].startswith("Error: invalid arguments for calculator")
+
+
 def test_the_loop_stops_at_the_step_limit_with_a_clear_outcome():
     replies = [tool_calls_reply(("calculator", '{"expression": "1+1"}')) for _ in range(3)]
     events, requests = run_loop(replies, max_steps=2)

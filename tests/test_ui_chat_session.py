@@ -36,9 +36,9 @@ QUESTION = new_chat().with_conversation(Conversation().ask("What is 6*7?"))
 SETTINGS = GenerationSettings(thinking_mode="enabled")
 
 
-def runner_for(server: ReplayServer | None, hit_rate=None) -> ChatRunner:
+def runner_for(server: ReplayServer | None, hit_rate=None, engine_failure=None) -> ChatRunner:
     endpoint = EndpointConfig(base_url=server.base_url) if server else None
-    return ChatRunner(lambda: endpoint, lambda: "Simulated engine starting (40%)", hit_rate)
+    return ChatRunner(lambda: endpoint, lambda: "Simulated engine starting (40%)", hit_rate, engine_failure)
 
 
 def streamed(text: str, pieces: int, delay_s: float, reasoning: str = "") -> SseReply:
@@ -128,7 +128,7 @@ def test_engine_not_ready_keeps_the_question_and_says_to_retry():
                      "code": 400}), "The engine refused the request: HTTP 400: max_tokens is too large"),
     (JsonReply(503, {"object": "error", "message": "overloaded", "code": 503}), "The engine failed: HTTP 503"),
     (SseReply((chunk(content="", role="assistant"), 'data: {"error": {"message": "context overflow", '
-               '"code": 400}}\n\n', DONE)), "The answer broke off: context overflow"),
+               '"code": 400}}\n\n', DONE)), "The engine stopped with an error: context overflow"),
     (SseReply((chunk(content="", role="assistant"), chunk(finish_reason="abort"), DONE)),
      "The engine aborted the request"),
 ])
@@ -148,6 +148,38 @@ def test_text_received_before_a_broken_stream_is_kept():
     turns = final.chat.conversation.turns
     assert turns[-1] == AssistantTurn("The answer is", "hmm")
     assert final.chat.notes[0].kind == "error" and final.chat.notes[0].after_turn == 1
+
+
+BROKEN = SseReply((chunk(content="", role="assistant"), chunk(content="The answer is")), cut_off=True)
+
+
+def test_a_broken_stream_is_said_once_in_plain_words():
+    with ReplayServer([BROKEN]) as server:
+        final = list(runner_for(server).answer("s1", AnswerRequest(QUESTION, SETTINGS)))[-1]
+    (note,) = final.chat.notes
+    assert note.text == ("The engine stopped in the middle of the answer (its connection closed). Your message is "
+                         "kept: press Regenerate to try again.")
+
+
+def test_an_engine_that_died_mid_answer_is_explained_with_its_own_diagnosis():
+    diagnosis = iter([None, None, "The engine was killed by SIGKILL (out of memory?); an admin can restart it."])
+    with ReplayServer([BROKEN]) as server:  # the supervisor notices the death a moment after the stream breaks
+        final = list(runner_for(server, engine_failure=lambda: next(diagnosis)).answer(
+            "s1", AnswerRequest(QUESTION, SETTINGS)))[-1]
+    (note,) = final.chat.notes
+    assert note.text == ("The answer broke off because the engine stopped. The engine was killed by SIGKILL (out of "
+                         "memory?); an admin can restart it. Your message is kept: press Regenerate once the engine "
+                         "is ready again.")
+    assert final.chat.conversation.turns[-1].content == "The answer is"
+
+
+def test_an_engine_failure_is_not_looked_up_for_an_error_the_engine_explained_itself():
+    asked = []
+    reply = JsonReply(400, {"object": "error", "message": "max_tokens is too large", "code": 400})
+    with ReplayServer([reply]) as server:
+        list(runner_for(server, engine_failure=lambda: asked.append(1)).answer("s1", AnswerRequest(QUESTION,
+                                                                                                   SETTINGS)))
+    assert asked == []
 
 
 def test_an_answer_cut_at_max_tokens_says_so():
@@ -218,7 +250,7 @@ def test_approval_pauses_the_loop_until_the_user_decides(approved):
     assert final.chat.conversation.turns[-1].content == "Here it is."
 
 
-def test_stop_while_waiting_for_approval_denies_and_ends_the_answer():
+def test_stop_while_waiting_for_approval_records_stopped_not_denied_and_ends_the_answer():
     with ReplayServer([tool_calls_reply(("get_weather", '{"city": "Paris"}'))]) as server:
         runner = runner_for(server)
         updates = runner.answer("s1", tool_question())
@@ -227,6 +259,8 @@ def test_stop_while_waiting_for_approval_denies_and_ends_the_answer():
         final = list(updates)[-1]
     assert final.done and final.chat.notes[-1].kind == "stopped"
     assert len(server.requests) == 1
+    tool_turn = next(t for t in final.chat.conversation.turns if isinstance(t, ToolTurn))
+    assert tool_turn.result.content == "Error: stopped by the user before it ran"
 
 
 def test_live_answer_shows_thinking_until_the_answer_starts_then_how_long_it_took():

@@ -31,6 +31,9 @@ from m3ui.conversation import (
 from m3ui.conversation_store import ChatNote, SavedChat
 
 RETRY_HINT = "Your message is kept: press Regenerate to try again."
+AFTER_RESTART_HINT = "Your message is kept: press Regenerate once the engine is ready again."
+CAPPED_TEXT = ("The engine went on past the Max tokens limit, so this app cut the answer off and stopped the "
+               "request. The engine seems to ignore max_tokens: check how it was started.")
 STOPPED_TEXT = "You stopped the answer; what had arrived is kept. Press Regenerate for a new one."
 
 
@@ -113,9 +116,10 @@ class LiveAnswer:
     def steps(self) -> tuple[StepView, ...]:
         return tuple(step.view() for step in self._steps)
 
-    def settle(self, chat: SavedChat) -> SavedChat:
+    def settle(self, chat: SavedChat, engine_failure: str | None = None) -> SavedChat:
         """The chat with this finished answer saved: every turn the loop completed, plus the partial text of a
-        failed step (nothing received is lost), plus a note when it did not simply answer."""
+        failed step (nothing received is lost), plus a note when it did not simply answer (with the engine's
+        diagnosis, `engine_failure`, when it died meanwhile)."""
         finished = self.finished
         if finished is None:
             raise RuntimeError("settle() before the answer finished")
@@ -127,38 +131,36 @@ class LiveAnswer:
         last = turns[-1] if turns else None
         if isinstance(last, AssistantTurn) and not (last.content or last.reasoning or last.tool_calls):
             conversation = Conversation(turns[:-1], conversation.system_prompt)  # stopped before any token
-        note = outcome_note(finished, len(conversation.turns) - 1)
+        note = outcome_note(finished, len(conversation.turns) - 1, engine_failure)
         saved = chat.with_conversation(conversation)
         return saved.add_notes(note) if note else saved
 
 
-def outcome_note(finished: LoopFinished, after_turn: int) -> ChatNote | None:
+def outcome_note(finished: LoopFinished, after_turn: int, engine_failure: str | None = None) -> ChatNote | None:
+    """What to say after the answer, if anything; `engine_failure` is the engine's own diagnosis when it died."""
     if finished.outcome == "cancelled":
         return ChatNote(after_turn, "stopped", STOPPED_TEXT)
     if finished.outcome == "step_limit":
         return ChatNote(after_turn, "cut", f"{finished.message[:1].upper()}{finished.message[1:]}. Raise the step "
                         "limit and press Regenerate, or ask a narrower question.")
     if finished.outcome == "error":
-        return ChatNote(after_turn, "error", error_text(finished.error, finished.message))
+        return ChatNote(after_turn, "error", error_text(finished.error, finished.message, engine_failure))
     last = finished.conversation.turns[-1] if finished.conversation.turns else None
     if isinstance(last, AssistantTurn) and last.finish_reason == "length":
         where = "while thinking" if not last.content else ""
         return ChatNote(after_turn, "cut", f"The answer was cut off at the max tokens limit {where}".rstrip()
                         + ". Raise Max tokens and press Regenerate, or ask to continue.")
+    if isinstance(last, AssistantTurn) and last.finish_reason == "capped":
+        return ChatNote(after_turn, "cut", CAPPED_TEXT)
     return None
 
 
-def error_text(error: StreamError | None, message: str) -> str:
-    if error is None:
-        return f"{message}. {RETRY_HINT}"
-    status = error.status or 0
-    lead = {
-        "http": "The engine refused the request" if 400 <= status < 500 else "The engine failed",
-        "stream": "The answer broke off",
-        "abort": "The engine aborted the request",
-        "connection": "Cannot reach the engine",
-    }[error.kind]
-    return f"{lead}: {error.message}. {RETRY_HINT}"
+def error_text(error: StreamError | None, message: str, engine_failure: str | None = None) -> str:
+    """One plain message: what happened (the engine's own diagnosis when it died) and what to do."""
+    if engine_failure:
+        return f"The answer broke off because the engine stopped. {engine_failure} {AFTER_RESTART_HINT}"
+    what = error.message if error is not None else f"{message[:1].upper()}{message[1:]}"
+    return f"{what}. {RETRY_HINT}"
 
 
 def not_ready_note(after_turn: int, engine_label: str) -> ChatNote:

@@ -4,6 +4,7 @@ and saves each finished answer into its chat."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal
@@ -12,7 +13,7 @@ from m3ui.chat_session.answer_run import AnswerRun, RunRegistry
 from m3ui.chat_session.clients import ClientPool
 from m3ui.chat_session.live_answer import LiveAnswer, not_ready_note
 from m3ui.chat_session.transcript import CallView, StepView
-from m3ui.client import EndpointConfig, GenerationSettings
+from m3ui.client import EndpointConfig, ErrorKind, GenerationSettings
 from m3ui.conversation import LoopOptions
 from m3ui.conversation_store import ChatNote, SavedChat
 from m3ui.tools.registry import ToolRegistry
@@ -22,6 +23,12 @@ log = logging.getLogger(__name__)
 AnswerPhase = Literal["started", "streaming", "answered", "done"]
 # (start, end) wall-clock seconds of one answer -> share of expert activations served by the GPU meanwhile
 AnswerHitRate = Callable[[float, float], float | None]
+# The engine's own one-line diagnosis when it died or failed (None while it is fine)
+EngineFailure = Callable[[], str | None]
+# An answer that broke off this way may mean the engine died: its supervisor notices within a tick or two
+DEATH_SIGNS: frozenset[ErrorKind] = frozenset({"dropped", "connection"})
+FAILURE_WAIT_S = 2.0
+FAILURE_POLL_S = 0.1
 
 
 class SessionBusy(RuntimeError):
@@ -58,8 +65,10 @@ class ChatRunner:
         endpoint: Callable[[], EndpointConfig | None],
         engine_label: Callable[[], str],
         hit_rate: AnswerHitRate | None = None,
+        engine_failure: EngineFailure | None = None,
     ) -> None:
         self._endpoint, self._engine_label, self._hit_rate = endpoint, engine_label, hit_rate
+        self._engine_failure = engine_failure
         self._clients = ClientPool()
         self.runs = RunRegistry()
 
@@ -92,13 +101,30 @@ class ChatRunner:
                     live.feed(event)
                 if live.finished is None:
                     yield AnswerUpdate("streaming", request.chat, live.steps(), live.awaiting_approval)
-            saved = live.settle(request.chat)
+            saved = live.settle(request.chat, self._failure_behind(live))
             if self._hit_rate is not None:  # the lookup may take a while: show the answer first
                 yield AnswerUpdate("answered", saved)
             yield AnswerUpdate("done", self._with_hit_rate(saved, run))
         finally:
             run.stop()  # no-op once finished; when the consumer left early, the engine must see a disconnect
             self.runs.end(session, run)
+
+    def _failure_behind(self, live: LiveAnswer) -> str | None:
+        """The engine's diagnosis when the answer broke off because the engine died, else None."""
+        finished = live.finished
+        if self._engine_failure is None or finished is None or finished.error is None \
+                or finished.error.kind not in DEATH_SIGNS:
+            return None
+        deadline = time.monotonic() + FAILURE_WAIT_S
+        while True:
+            try:
+                failure = self._engine_failure()
+            except Exception:  # an optional diagnosis must never cost the user the answer
+                log.exception("engine failure lookup failed")
+                return None
+            if failure or time.monotonic() >= deadline:
+                return failure
+            time.sleep(FAILURE_POLL_S)
 
     def _with_hit_rate(self, saved: SavedChat, run: AnswerRun) -> SavedChat:
         """The saved answer with its GPU hit rate when the expert monitor knows it."""

@@ -40,11 +40,13 @@ class ChatClient:
         tool_choice: ToolChoice = "auto",
     ) -> ChatStream:
         kwargs = chat_request_kwargs(self.endpoint.model, messages, settings, tools, tool_choice)
+        # The read timeout is the user's stall limit: the longest wait for the next byte, headers included.
+        kwargs["timeout"] = http.Timeout(settings.stall_seconds, connect=self.endpoint.connect_timeout_s)
 
         def open_stream() -> SdkStream:
             return self._sdk.chat.completions.create(**kwargs)  # type: ignore[call-overload]
 
-        return ChatStream(open_stream, self.endpoint.base_url, self._content_filter(settings), self._clock)
+        return ChatStream(open_stream, self.endpoint.base_url, settings, self._content_filter(settings), self._clock)
 
     def _content_filter(self, settings: GenerationSettings) -> StrayCloserFilter:
         if self.endpoint.reasoning_in_content:

@@ -6,9 +6,13 @@ import json
 from dataclasses import dataclass
 from typing import Literal
 
-# "cancelled" is ours (the user pressed stop); the others come from the engine's finish chunk.
-FinishReason = Literal["stop", "length", "tool_calls", "cancelled"]
-ErrorKind = Literal["http", "stream", "abort", "connection"]
+# "cancelled" (the user pressed stop) and "capped" (the engine went on past max_tokens and this client cut it
+# off) are ours; the others come from the engine's finish chunk.
+FinishReason = Literal["stop", "length", "tool_calls", "cancelled", "capped"]
+# http: the engine answered with an error status; stream: it reported an error or ended oddly mid-stream;
+# dropped: the connection closed mid-answer; abort: it aborted the request; connection: it cannot be reached;
+# protocol: what it sent is not a chat stream; stall: it sent nothing for longer than the stall limit.
+ErrorKind = Literal["http", "stream", "dropped", "abort", "connection", "protocol", "stall"]
 
 
 @dataclass(frozen=True)
@@ -92,7 +96,8 @@ class Finished:
 
 @dataclass(frozen=True)
 class StreamError:
-    """Always the last event of a failed stream; `status` is the HTTP/engine code when known."""
+    """Always the last event of a failed stream; `status` is the HTTP/engine code when known; `message` is one
+    plain sentence (no final period) saying what happened."""
 
     kind: ErrorKind
     status: int | None

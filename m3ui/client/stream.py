@@ -7,28 +7,45 @@ import json
 import socket
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any, cast
 
 import openai
 
-from m3ui.client.errors import stream_error_from
+from m3ui.client.chunk_fields import (
+    MalformedChunk,
+    chunk_usage,
+    delta_of,
+    delta_text,
+    finish_reason,
+    first_choice,
+    malformed_chunk_error,
+    tool_call_fragments,
+)
+from m3ui.client.errors import preview, stream_error_from
 from m3ui.client.events import (
+    ContentDelta,
     Finished,
     FinishReason,
     ReasoningDelta,
     StreamError,
     StreamEvent,
     StreamStats,
+    ToolCallDelta,
     ToolCallsComplete,
     Usage,
 )
 from m3ui.client.http_library import http
+from m3ui.client.output_cap import OutputCap
+from m3ui.client.safe_text import safe_text
+from m3ui.client.settings import GenerationSettings
 from m3ui.client.think_tags import StrayCloserFilter
 from m3ui.client.timing import Clock, StreamTimer
 from m3ui.client.tool_call_assembler import ToolCallAssembler
 
 SdkStream = openai.Stream[Any]
 _STREAM_FAILURES = (openai.APIError, http.HTTPError, json.JSONDecodeError)
+_READ_FAILURES = (*_STREAM_FAILURES, UnicodeDecodeError)  # a non-UTF-8 byte in the event stream
 
 
 class ChatStream:
@@ -42,11 +59,13 @@ class ChatStream:
         self,
         open_stream: Callable[[], SdkStream],
         base_url: str,
+        settings: GenerationSettings,
         content_filter: StrayCloserFilter,
         clock: Clock,
     ) -> None:
         self._open_stream = open_stream
         self._base_url = base_url
+        self._settings = settings
         self._filter = content_filter
         self._clock = clock
         self._stopped = threading.Event()
@@ -73,8 +92,7 @@ class ChatStream:
             sdk_stream = self._sdk_stream
         if sdk_stream is None or sdk_stream.response.is_closed:
             return
-        if not _shutdown_socket(sdk_stream.response):
-            sdk_stream.close()  # a transport without a socket to shut down: takes effect at its next byte
+        _disconnect(sdk_stream)
 
     def _events(self) -> Iterator[StreamEvent]:
         timer = StreamTimer(self._clock)
@@ -84,7 +102,7 @@ class ChatStream:
         try:
             sdk_stream = self._open_stream()
         except _STREAM_FAILURES as exc:
-            yield stream_error_from(exc, self._base_url, streaming=False)
+            yield stream_error_from(exc, self._base_url, False, self._settings.stall_seconds)
             return
         with self._lock:
             self._sdk_stream = sdk_stream
@@ -98,60 +116,125 @@ class ChatStream:
             sdk_stream.close()
 
     def _read(self, sdk_stream: SdkStream, timer: StreamTimer) -> Iterator[StreamEvent]:
+        wrong_body = not_an_event_stream(sdk_stream.response, self._base_url)
+        if wrong_body is not None:
+            yield wrong_body
+            return
         tool_calls = ToolCallAssembler()
+        cap = OutputCap(self._settings.max_tokens)
         finish_reason: str | None = None
         usage: Usage | None = None
         try:
             for chunk in sdk_stream:
-                if chunk.usage is not None:
-                    usage = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens, chunk.usage.total_tokens)
-                    yield usage
-                for choice in chunk.choices[:1]:
-                    yield from self._delta_events(choice.delta, timer, tool_calls)
-                    if choice.finish_reason is not None:
-                        finish_reason = choice.finish_reason
-                        yield from self._filter.flush()
-                        if tool_calls.has_calls():
-                            yield ToolCallsComplete(tool_calls.complete())
+                try:
+                    events = self._chunk_events(chunk, timer, tool_calls)
+                except MalformedChunk as problem:
+                    yield malformed_chunk_error(chunk, problem)
+                    return
+                for event in events:
+                    if isinstance(event, Usage):
+                        usage = event
+                    elif isinstance(event, _FinishMark):
+                        finish_reason = event.reason
+                        continue
+                    yield event
+                cap.add(sum(len(e.text) for e in events if isinstance(e, TextDelta))
+                        + sum(len(e.arguments_fragment) for e in events if isinstance(e, ToolCallDelta)))
                 if self.stopped:
                     break
-        except _STREAM_FAILURES as exc:
+                if cap.exceeded and finish_reason is None:
+                    finish_reason = "capped"
+                    yield from self._filter.flush()
+                    _disconnect(sdk_stream)  # the engine sees the disconnect and stops generating
+                    break
+        except _READ_FAILURES as exc:
             if not self.stopped:
-                yield stream_error_from(exc, self._base_url, streaming=True)
+                yield stream_error_from(exc, self._base_url, True, self._settings.stall_seconds)
                 return
         prompt_tokens = usage.prompt_tokens if usage else None
         completion_tokens = usage.completion_tokens if usage else None
         yield self._final_event(finish_reason, timer.stats(prompt_tokens, completion_tokens))
 
+    def _chunk_events(self, chunk: Any, timer: StreamTimer, tool_calls: ToolCallAssembler) -> list[_ChunkEvent]:
+        """The events of one chunk, in order; MalformedChunk when it is not in the chat-stream shape."""
+        usage = chunk_usage(chunk)
+        events: list[_ChunkEvent] = [usage] if usage is not None else []
+        choice = first_choice(chunk, has_usage=usage is not None)
+        if choice is None:
+            return events
+        events += self._delta_events(delta_of(choice), timer, tool_calls)
+        reason = finish_reason(choice)
+        if reason is not None:
+            events.append(_FinishMark(reason))
+            events += self._filter.flush()
+            if tool_calls.has_calls():
+                events.append(ToolCallsComplete(tool_calls.complete()))
+        return events
+
     def _final_event(self, finish_reason: str | None, stats: StreamStats) -> StreamEvent:
         if self.stopped:
             return Finished("cancelled", stats)
         if finish_reason == "abort":
-            return StreamError("abort", None, "the engine aborted the request (no reason given; see the engine log)")
+            return StreamError("abort", None, "The engine aborted the request without giving a reason (the engine "
+                               "log may say why)")
         if finish_reason is None:
-            return StreamError("stream", None, "the stream ended without a finish reason")
+            return StreamError("stream", None, "The engine ended the answer without saying why (no finish reason): "
+                               "it may have restarted or be misbehaving")
         return Finished(cast(FinishReason, finish_reason), stats)  # other engines' reasons pass through as-is
 
-    def _delta_events(self, delta: Any, timer: StreamTimer, tool_calls: ToolCallAssembler) -> Iterator[StreamEvent]:
-        # sglang adds reasoning_content to the OpenAI delta; the SDK keeps unknown fields as attributes.
-        reasoning = getattr(delta, "reasoning_content", None)
+    def _delta_events(self, delta: Any, timer: StreamTimer, tool_calls: ToolCallAssembler) -> list[_ChunkEvent]:
+        events: list[_ChunkEvent] = []
+        reasoning = delta_text(delta, "reasoning_content")
         if reasoning:
             timer.reasoning()
-            yield ReasoningDelta(reasoning)
-        if delta.content:
+            events.append(ReasoningDelta(safe_text(reasoning)))
+        content = delta_text(delta, "content")
+        if content:
             timer.token()
-            for event in self._filter.feed(delta.content):
+            for event in self._filter.feed(safe_text(content)):
                 if isinstance(event, ReasoningDelta):
                     timer.reasoning()
                 else:
                     timer.answer()
-                yield event
-        for call in delta.tool_calls or ():
+                events.append(event)
+        for call in tool_call_fragments(delta):
             timer.answer()
-            function = call.function
-            yield from tool_calls.feed(
-                call.index, call.id, function.name if function else None, function.arguments if function else None
-            )
+            events += tool_calls.feed(call.index, call.id and safe_text(call.id), call.name and safe_text(call.name),
+                                      call.arguments and safe_text(call.arguments))
+        return events
+
+
+@dataclass(frozen=True)
+class _FinishMark:
+    """The chunk's finish reason, in its place among the chunk's events (not shown to consumers)."""
+
+    reason: str
+
+
+TextDelta = ReasoningDelta | ContentDelta
+_ChunkEvent = StreamEvent | _FinishMark
+
+
+def not_an_event_stream(response: Any, base_url: str) -> StreamError | None:
+    """An error when a 200 answer is not an event stream: a web page (a proxy, a wrong port) or one JSON
+    document (a server that ignored stream=true) would otherwise read as a stream that ended too early."""
+    content_type = response.headers.get("content-type", "")
+    if "text/event-stream" in content_type:
+        return None
+    body = preview(next(response.iter_bytes(), b"").decode("utf-8", "replace"))
+    if "html" in content_type:
+        what = f"a web page, not a chat stream: is {base_url} the engine's address?"
+    elif "json" in content_type:
+        what = "one JSON document, not a chat stream: it may have ignored stream=true"
+    else:
+        what = f"{content_type or 'an untyped body'}, not a chat stream"
+    return StreamError("protocol", None, f"The engine answered with {what} (it sent: {body})")
+
+
+def _disconnect(sdk_stream: SdkStream) -> None:
+    # A transport without a socket to shut down is closed instead: that takes effect at its next byte.
+    if not _shutdown_socket(sdk_stream.response):
+        sdk_stream.close()
 
 
 def _shutdown_socket(response: Any) -> bool:

@@ -21,6 +21,7 @@ from m3ui.tools.result import ToolResult
 
 LoopOutcome = Literal["answer", "step_limit", "error", "cancelled"]
 ApprovalHook = Callable[[ToolCall], bool]  # True = run it; called before every call, in the loop's thread
+STOPPED_BEFORE_RUN = "stopped by the user before it ran"
 
 
 @dataclass(frozen=True)
@@ -151,9 +152,18 @@ class ToolLoop:
         return [results[position] for position in sorted(results)]
 
     def _refusal(self, call: ToolCall) -> str | None:
-        if self._approve is None:
-            return None
+        """Why the call must not run: one that cannot run (an unknown tool, bad arguments) is refused before
+        the user is asked to approve it; then the user's no, or their Stop while the question was open."""
         try:
-            return None if self._approve(call) else "denied by user"
+            unrunnable = self._registry.refusal(call)
+        except Exception as exc:  # a malformed custom schema must not take the loop down
+            unrunnable = f"cannot check the arguments of {call.name}: {exc}"
+        if unrunnable is not None or self._approve is None:
+            return unrunnable
+        try:
+            approved = self._approve(call)
         except Exception as exc:  # a broken approval UI must deny, not crash the chat
             return f"approval failed ({exc}); not run"
+        if approved:
+            return None
+        return STOPPED_BEFORE_RUN if self._stopped.is_set() else "denied by user"

@@ -51,6 +51,8 @@ def session_key(request: gr.Request | None) -> str:
 
 
 def chat_runner(services: AppServices) -> ChatRunner:
-    """A tab's runner: answers go to the app's engine, one at a time per page and tab."""
+    """A tab's runner: answers go to the app's engine, one at a time per page and tab; an answer the engine's
+    death broke off says what the engine's diagnosis says."""
     link = services.link
-    return ChatRunner(link.endpoint, lambda: link.status().label, services.answer_gpu_hit_rate)
+    return ChatRunner(link.endpoint, lambda: link.status().label, services.answer_gpu_hit_rate,
+                      lambda: link.status().failure)

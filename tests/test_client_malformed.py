@@ -1,0 +1,80 @@
+"""A misbehaving engine (a real HTTP server on 127.0.0.1 sending what no OpenAI-compatible engine sends) ends
+the stream with one clear StreamError, never a Python error: chunks without choices or with wrong types,
+non-UTF-8 bytes, web pages and JSON documents instead of a stream, a stall, an engine ignoring max_tokens."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from m3ui.client import ChatClient, ContentDelta, EndpointConfig, Finished, GenerationSettings, StreamError
+from m3ui.client.output_cap import CAP_MARGIN_TOKENS
+from tests.sse_replay import DONE, RawReply, ReplayServer, SseReply, chunk
+
+HELLO = [{"role": "user", "content": "hello"}]
+DEFAULTS = GenerationSettings()
+
+
+def run(replies, settings=DEFAULTS):
+    with ReplayServer(replies) as server:
+        client = ChatClient(EndpointConfig(base_url=server.base_url))
+        events = list(client.stream(HELLO, settings))
+        client.close()
+    return events, server
+
+
+def final_error(replies, settings=DEFAULTS) -> StreamError:
+    events, _ = run(replies, settings)
+    assert isinstance(events[-1], StreamError), events[-1]
+    return events[-1]
+
+
+def test_a_chunk_without_choices_is_reported_as_unreadable_with_what_it_sent():
+    bad = 'data: {"id": "x", "object": "chat.completion.chunk", "oops": 1}\n\n'
+    error = final_error([SseReply((chunk(content="Hi"), bad, DONE))])
+    assert error.kind == "protocol"
+    assert "cannot read (it has no `choices` list)" in error.message and '"oops": 1' in error.message
+
+
+def test_a_content_that_is_not_text_is_reported_not_passed_on():
+    error = final_error([SseReply((chunk(content="Hi"), chunk().replace('"content": null', '"content": 5'), DONE))])
+    assert error.kind == "protocol" and "its `content` is a int, not a str" in error.message
+
+
+def test_non_utf8_bytes_get_a_plain_message_not_a_codec_error():
+    body = chunk(content="Hi").encode() + b'data: {"choices": [{"delta": {"content": "\xff\xfe"}}]}\n\n'
+    error = final_error([RawReply(body)])
+    assert error.kind == "protocol" and "not UTF-8 text" in error.message and "codec" not in error.message
+
+
+def test_a_web_page_instead_of_a_stream_says_the_address_may_be_wrong():
+    events, server = run([RawReply(b"<html><body><h1>Welcome to nginx!</h1></body></html>", "text/html")])
+    [error] = events
+    assert error.kind == "protocol" and "a web page, not a chat stream" in error.message
+    assert server.base_url in error.message and "Welcome to nginx!" in error.message
+
+
+def test_a_json_document_instead_of_a_stream_is_named_as_such():
+    body = json.dumps({"object": "chat.completion", "choices": [{"message": {"content": "Hi"}}]}).encode()
+    [error] = run([RawReply(body, "application/json")])[0]
+    assert error.kind == "protocol" and "one JSON document, not a chat stream" in error.message
+
+
+def test_a_stalled_stream_ends_at_the_users_stall_limit_with_a_message_naming_it():
+    head = (chunk(content="", role="assistant"), chunk(content="Hel"))
+    started = time.monotonic()
+    events, _ = run([SseReply(head, hold_open_s=30)], GenerationSettings(stall_seconds=1))
+    assert time.monotonic() - started < 10
+    assert events[0] == ContentDelta("Hel")
+    assert events[-1].kind == "stall" and "sent nothing more for 1 s (the stall limit)" in events[-1].message
+
+
+def test_an_engine_that_ignores_max_tokens_is_cut_off_by_the_client_and_disconnected():
+    endless = tuple(chunk(content="word ") for _ in range(200))
+    with ReplayServer([SseReply(endless, hold_open_s=30)]) as server:
+        events = list(ChatClient(EndpointConfig(base_url=server.base_url)).stream(HELLO, GenerationSettings(
+            max_tokens=10)))
+        assert server.client_disconnected.wait(5), "the engine must see the disconnect and stop generating"
+    shown = "".join(e.text for e in events if isinstance(e, ContentDelta))
+    assert shown.count("word") == 10 + CAP_MARGIN_TOKENS + 1
+    assert isinstance(events[-1], Finished) and events[-1].reason == "capped"
