@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass
 from typing import Literal
 
+from m3ui.client.safe_text import safe_text
+
 # "cancelled" (the user pressed stop) and "capped" (the engine went on past max_tokens and this client cut it
 # off) are ours; the others come from the engine's finish chunk.
 FinishReason = Literal["stop", "length", "tool_calls", "cancelled", "capped"]
@@ -29,6 +31,7 @@ class ToolCall:
     @classmethod
     def from_json_text(cls, index: int, call_id: str, name: str, arguments_json: str) -> ToolCall:
         """Parse the streamed argument text; bad JSON is kept and flagged, never raised."""
+        name, arguments_json = safe_text(name), safe_text(arguments_json)
         text = arguments_json.strip() or "{}"
         try:
             parsed = json.loads(text)

@@ -7,6 +7,7 @@ import re
 from dataclasses import asdict, fields
 
 from m3ui.client.events import StreamStats, ToolCall
+from m3ui.client.safe_text import safe_text
 from m3ui.conversation.turns import AssistantTurn, Conversation, ToolTurn, Turn, UserTurn
 from m3ui.tools.result import ToolResult
 
@@ -29,7 +30,7 @@ def to_markdown(conversation: Conversation) -> str:
                          f"{fenced(turn.result.content)}")
         else:
             parts.append(_assistant_markdown(turn))
-    return "\n\n".join(parts) + "\n"
+    return safe_text("\n\n".join(parts) + "\n")  # tool-call arguments may hold the model's lone surrogates
 
 
 def _assistant_markdown(turn: AssistantTurn) -> str:
@@ -55,7 +56,7 @@ def fenced(text: str, language: str = "") -> str:
 def to_json(conversation: Conversation) -> str:
     turns = [_turn_record(turn) for turn in conversation.turns]
     document = {"format": FORMAT, "version": VERSION, "system_prompt": conversation.system_prompt, "turns": turns}
-    return json.dumps(document, ensure_ascii=False, indent=1)
+    return safe_text(json.dumps(document, ensure_ascii=False, indent=1))
 
 
 def _turn_record(turn: Turn) -> dict[str, object]:

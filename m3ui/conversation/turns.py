@@ -5,12 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from m3ui.client.events import FinishReason, StreamStats, ToolCall
+from m3ui.client.safe_text import safe_text
 from m3ui.tools.result import ToolResult
+
+# Text enters a chat only through these types (typed, loaded from the browser or a file, or streamed), so they
+# make it encodable: a lone surrogate would otherwise break the page, the saved chats and every export.
 
 
 @dataclass(frozen=True)
 class UserTurn:
     content: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "content", safe_text(self.content))
 
 
 @dataclass(frozen=True)
@@ -20,6 +27,10 @@ class AssistantTurn:
     tool_calls: tuple[ToolCall, ...] = ()
     stats: StreamStats | None = None
     finish_reason: FinishReason | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "content", safe_text(self.content))
+        object.__setattr__(self, "reasoning", safe_text(self.reasoning))
 
 
 @dataclass(frozen=True)
@@ -36,6 +47,9 @@ class Conversation:
 
     turns: tuple[Turn, ...] = ()
     system_prompt: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "system_prompt", safe_text(self.system_prompt))
 
     def add(self, *turns: Turn) -> Conversation:
         return Conversation(self.turns + turns, self.system_prompt)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from m3ui.client.events import ToolCall
+from m3ui.client.safe_text import safe_text
 
 
 @dataclass(frozen=True)
@@ -14,6 +15,9 @@ class ToolResult:
     content: str
     is_error: bool = False
     duration_s: float = 0.0
+
+    def __post_init__(self) -> None:  # a tool may echo the model's lone surrogates: keep results encodable
+        object.__setattr__(self, "content", safe_text(self.content))
 
     @classmethod
     def error(cls, call: ToolCall, message: str, duration_s: float = 0.0) -> ToolResult:

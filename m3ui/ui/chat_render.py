@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import gradio as gr
 
 from m3ui.chat_session import CallStatus, CallView, QuestionView, StepView, TranscriptItem
+from m3ui.client.safe_text import safe_text
 from m3ui.conversation.export import fenced
 from m3ui.conversation_store import ChatNote, NoteKind
 
@@ -92,9 +93,10 @@ def call_messages(call: CallView, block_id: str) -> list[gr.ChatMessage]:
 
 
 def pretty_json(text: str) -> str:
-    """Indented when it parses (it may still be streaming, or broken: then shown as it came)."""
+    """Indented when it parses (it may still be streaming, or broken: then shown as it came); a `\\ud83d` escape
+    must not turn into a lone surrogate that the page cannot encode."""
     try:
-        return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+        return safe_text(json.dumps(json.loads(text), indent=2, ensure_ascii=False))
     except ValueError:
         return text
 
