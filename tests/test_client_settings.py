@@ -72,8 +72,19 @@ def test_timer_measures_first_token_thinking_and_decode_speed():
     stats = timer.stats(prompt_tokens=7, completion_tokens=40)
     assert stats.time_to_first_token_s == 0.5
     assert stats.thinking_s == 2.0
-    assert stats.decode_tokens_per_s == 10.0  # 40 tokens over 4 s from first to last token
+    assert stats.decode_tokens_per_s == 9.75  # the 39 tokens after the first over the 4 s after the first
     assert stats.total_s == 5.0
+
+
+@pytest.mark.parametrize("tokens", [2, 8])
+def test_too_few_tokens_give_no_decode_rate_rather_than_an_absurd_one(tokens):
+    clock = ManualClock()
+    timer = StreamTimer(clock)
+    clock.now = 100.5
+    timer.answer()
+    clock.now = 100.500014  # the second token 14 µs later: 2 / 14 µs was shown as 143,678 tok/s
+    timer.answer()
+    assert timer.stats(prompt_tokens=7, completion_tokens=tokens).decode_tokens_per_s is None
 
 
 def test_timer_without_tokens_reports_unknown_not_zero():

@@ -201,11 +201,11 @@ def test_stats_show_time_to_first_token_thinking_time_and_decode_speed():
     events = [chunk(content="", role="assistant"), chunk(reasoning="think"), chunk(reasoning="ing"),
               chunk(content="ans"), chunk(content="wer"), chunk(finish_reason="stop"),
               'data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[],'
-              '"usage":{"prompt_tokens":5,"completion_tokens":4,"total_tokens":9}}\n\n', DONE]
+              '"usage":{"prompt_tokens":5,"completion_tokens":12,"total_tokens":17}}\n\n', DONE]
     events, _ = run([SseReply(tuple(events), delay_s=0.03)])
     stats = events[-1].stats
     assert stats.time_to_first_token_s >= 0.03
     assert stats.thinking_s >= 0.05  # two gaps between the first reasoning and the first content token
-    decode_time = 4 / stats.decode_tokens_per_s
+    decode_time = 11 / stats.decode_tokens_per_s  # the tokens after the first
     assert 0.08 <= decode_time <= stats.total_s
-    assert (stats.prompt_tokens, stats.completion_tokens) == (5, 4)
+    assert (stats.prompt_tokens, stats.completion_tokens) == (5, 12)

@@ -24,6 +24,12 @@ def test_reasoning_streams_in_an_open_block_that_folds_away_titled_with_the_thin
     assert answer.content == "42" and not answer.metadata
 
 
+def test_a_short_answer_shows_a_dash_for_its_decode_rate():
+    short = StreamStats(0.42, None, None, 812, 2, 0.5)
+    (answer,) = render([StepView(content="Hi", stats=short)])
+    assert "TTFT 0.42 s · — tok/s · 812 → 2 tokens" in answer.content
+
+
 def test_the_answer_carries_its_stats_line():
     (answer,) = render([StepView(content="Paris.", stats=STATS, remarks=("GPU expert hit rate 61%",))])
     assert answer.content.startswith("Paris.\n\n<div class=\"m3-stats\">")
@@ -53,6 +59,16 @@ def test_a_tool_call_shows_its_arguments_and_nests_its_result():
     assert nested.metadata["parent_id"] == block.metadata["id"] and nested.metadata["title"] == "Result"
     assert nested.content == "```\nsunny, 21 °C\n```"
     assert running[0].metadata["log"] == "error"  # no result at all is an error, never "done"
+
+
+def test_a_tool_call_step_shows_its_token_counts_and_timing_like_an_answer():
+    call = ToolCall.from_json_text(0, "call_1", "get_weather", '{"city":"Paris"}')
+    result = ToolResult("call_1", "get_weather", "sunny", duration_s=0.01)
+    *_, figures = render([StepView(calls=(CallView.settled(call, result),), stats=STATS)])
+    assert not figures.metadata and figures.content == (
+        '<div class="m3-stats">TTFT 0.42 s · thought 3.1 s · 38.5 tok/s · 812 → 240 tokens</div>')
+    with_text = render([StepView(content="Checking.", calls=(CallView.settled(call, result),), stats=STATS)])
+    assert [m.content.count("m3-stats") for m in with_text] == [1, 0, 0]  # under its text, once
 
 
 def test_a_refused_call_shows_the_error_without_a_duration():

@@ -12,6 +12,8 @@ from m3ui.conversation import AssistantTurn, ToolTurn, UserTurn
 from m3ui.conversation_store import ChatNote, SavedChat
 from m3ui.tools.result import ToolResult
 
+TOO_FEW_FOR_RATE = "— tok/s"  # too few tokens to time the decode
+
 # receiving: arguments still streaming; queued: complete, waiting for its turn; awaiting_approval: waiting for
 # the user; running: executing.
 CallStatus = Literal["receiving", "queued", "awaiting_approval", "running", "done", "error"]
@@ -59,6 +61,8 @@ class StepView:
                 parts.append(f"thought {stats.thinking_s:.1f} s")
             if stats.decode_tokens_per_s is not None:
                 parts.append(f"{stats.decode_tokens_per_s:.1f} tok/s")
+            elif stats.completion_tokens is not None:
+                parts.append(TOO_FEW_FOR_RATE)
             if stats.prompt_tokens is not None and stats.completion_tokens is not None:
                 parts.append(f"{stats.prompt_tokens} → {stats.completion_tokens} tokens")
         return " · ".join(parts + list(self.remarks))

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from m3ui.client.events import StreamStats
 
 Clock = Callable[[], float]
+MIN_DECODE_TOKENS = 8  # tokens after the first; fewer arrive in a handful of chunks, too few to time
 
 
 class StreamTimer:
@@ -44,15 +45,21 @@ class StreamTimer:
         if self._first_reasoning is not None:
             thinking_end = self._first_answer if self._first_answer is not None else self._last_token
             thinking = (thinking_end or end) - self._first_reasoning
-        decode_rate = None
-        if completion_tokens and self._first_token is not None and self._last_token is not None:
-            decode_time = self._last_token - self._first_token
-            decode_rate = completion_tokens / decode_time if decode_time > 0 else None
         return StreamStats(
             time_to_first_token_s=None if self._first_token is None else self._first_token - self._start,
             thinking_s=thinking,
-            decode_tokens_per_s=decode_rate,
+            decode_tokens_per_s=self._decode_rate(completion_tokens),
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             total_s=end - self._start,
         )
+
+    def _decode_rate(self, completion_tokens: int | None) -> float | None:
+        """Tokens after the first over the time after the first (the first token's time is the prefill's);
+        None when too few tokens came to say (a 2-token answer would claim 100,000s of tok/s)."""
+        if completion_tokens is None or self._first_token is None or self._last_token is None:
+            return None
+        decode_time = self._last_token - self._first_token
+        if completion_tokens - 1 < MIN_DECODE_TOKENS or decode_time <= 0:
+            return None
+        return (completion_tokens - 1) / decode_time

@@ -63,11 +63,14 @@ def step_messages(step: StepView, key: str) -> list[gr.ChatMessage]:
         messages.append(gr.ChatMessage(content=step.reasoning, metadata={
             "title": _thinking_title(step), "status": "pending" if step.thinking else "done", "id": f"{key}r"}))
     stats = step.stats_line()
-    if step.content or (stats and not step.calls):
-        footer = f'\n\n<div class="m3-stats">{html.escape(stats)}</div>' if stats else ""
-        messages.append(gr.ChatMessage(content=step.content + footer))
+    footer = f'<div class="m3-stats">{html.escape(stats)}</div>' if stats else ""
+    if step.content or (footer and not step.calls):
+        messages.append(gr.ChatMessage(content=f"{step.content}\n\n{footer}" if step.content and footer
+                                       else step.content or footer))
     for position, call in enumerate(step.calls):
         messages.extend(call_messages(call, f"{key}c{position}"))
+    if footer and step.calls and not step.content:  # a tool-call step's figures, like any answer's
+        messages.append(gr.ChatMessage(content=footer))
     return messages
 
 
