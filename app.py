@@ -13,6 +13,10 @@ import os
 import sys
 from pathlib import Path
 
+from m3ui.access import ADMIN_PASSWORD_ENV
+from m3ui.secret_file import SecretFileError, read_secret_file
+from m3ui.web.hosts import check_allowed_host
+
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
@@ -28,8 +32,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--api-key", help="API key for --endpoint")
     p.add_argument("--engine", choices=("sim", "sglang"), help="launch this engine (sglang needs --profile)")
     p.add_argument("--profile", type=Path, help="launch settings saved from the admin panel or `python -m launch`")
-    p.add_argument("--admin-password", help="password of the 'admin' user (or M3UI_ADMIN_PASSWORD); without it "
-                   "the admin panel is served only on 127.0.0.1")
+    p.add_argument("--admin-password", help="password of the 'admin' user; visible in `ps`: prefer "
+                   "--admin-password-file or M3UI_ADMIN_PASSWORD. Without one the admin panel is served only on "
+                   "loopback, with a per-start token in the printed admin URL")
+    p.add_argument("--admin-password-file", type=Path, metavar="FILE",
+                   help="read the admin password from the first line of FILE (mode 600)")
+    p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
+                   help="also answer requests for this host name (repeatable; *.example.org allowed); loopback "
+                   "names and the --host address are always allowed, any other Host header is refused")
     p.add_argument("--chat-user", action="append", default=[], metavar="USER:PASSWORD",
                    help="require a login for chat (repeatable)")
     p.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR, help=f"profiles, runs and logs "
@@ -42,6 +52,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for item in args.chat_user:
         if ":" not in item or not item.split(":", 1)[0]:
             p.error(f"--chat-user {item!r}: use USER:PASSWORD")
+    for name in args.allowed_host:
+        if problem := check_allowed_host(name):
+            p.error(f"--allowed-host {name!r}: {problem}")
+    args.password_warning = None
+    if args.admin_password_file:
+        if args.admin_password:
+            p.error("give the admin password once: --admin-password or --admin-password-file")
+        try:
+            args.admin_password, args.password_warning = read_secret_file(args.admin_password_file)
+        except SecretFileError as exc:
+            p.error(f"--admin-password-file: {exc}")
+    elif args.admin_password:
+        args.password_warning = ("--admin-password is visible to every user of this machine (ps): use "
+                                 f"--admin-password-file or {ADMIN_PASSWORD_ENV}")
     return args
 
 
@@ -83,9 +107,11 @@ def main(argv: list[str] | None = None) -> int:
     from m3ui.access import AccessPolicy
     from m3ui.services import AppServices
     from m3ui.ui.app_view import build_asgi_app
+    from m3ui.web.urls import browse_url
 
     users = tuple(tuple(item.split(":", 1)) for item in args.chat_user)
-    policy = AccessPolicy.from_env(args.host, args.admin_password, users)  # type: ignore[arg-type]
+    policy = AccessPolicy.from_env(args.host, args.admin_password, users,  # type: ignore[arg-type]
+                                   tuple(args.allowed_host))
     services = AppServices.create(args.data_dir, policy)
     # uvicorn shuts down gracefully on SIGINT/SIGTERM and then re-raises the signal to the handler it found:
     # ours stops the engine (it runs in its own session, so nothing else would) before the app exits.
@@ -95,12 +121,13 @@ def main(argv: list[str] | None = None) -> int:
         code = start_engine(args, services)
         if code:
             return code
-        if policy.warning():
-            logging.getLogger("m3ui").warning(policy.warning())
+        for warning in [args.password_warning, *policy.warnings()]:
+            if warning:
+                logging.getLogger("m3ui").warning(warning)
         app = build_asgi_app(services)
-        shown = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
-        print(f"m3ui: http://{shown}:{args.port}/" + (f"  (admin: http://{shown}:{args.port}/admin/)"
-                                                      if policy.admin_served else ""), flush=True)
+        url = browse_url(args.host, args.port)
+        token = f"?token={policy.admin_token}" if policy.admin_open_locally else ""
+        print(f"m3ui: {url}" + (f"  (admin: {url}admin/{token})" if policy.admin_served else ""), flush=True)
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
         return 0
     finally:

@@ -10,11 +10,13 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import os
+import secrets
 from dataclasses import dataclass, field
 
 ADMIN_USER = "admin"
 ADMIN_PASSWORD_ENV = "M3UI_ADMIN_PASSWORD"
 LOCAL_ADMIN = "local-admin"  # the user name given to admin actions when admin runs without a password
+SHORT_PASSWORD = 12  # an admin password shorter than this gets a startup warning
 
 
 class AccessDenied(PermissionError):
@@ -40,11 +42,14 @@ class AccessPolicy:
     ui_host: str
     admin_password: str | None = None
     chat_users: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    allowed_hosts: tuple[str, ...] = ()  # names besides the listen address (--allowed-host)
+    # The passwordless loopback admin also needs this per-start token (m3ui.web.admin_token).
+    admin_token: str = field(default_factory=lambda: secrets.token_urlsafe(24), repr=False)
 
     @classmethod
-    def from_env(cls, ui_host: str, admin_password: str | None, chat_users: tuple[tuple[str, str], ...] = ()
-                 ) -> AccessPolicy:
-        return cls(ui_host, admin_password or os.environ.get(ADMIN_PASSWORD_ENV) or None, chat_users)
+    def from_env(cls, ui_host: str, admin_password: str | None, chat_users: tuple[tuple[str, str], ...] = (),
+                 allowed_hosts: tuple[str, ...] = ()) -> AccessPolicy:
+        return cls(ui_host, admin_password or os.environ.get(ADMIN_PASSWORD_ENV) or None, chat_users, allowed_hosts)
 
     @property
     def admin_served(self) -> bool:
@@ -55,14 +60,22 @@ class AccessPolicy:
     def admin_open_locally(self) -> bool:
         return self.admin_served and not self.admin_password
 
-    def warning(self) -> str | None:
+    def warnings(self) -> list[str]:
+        """What the operator should know at startup about who can reach what."""
+        found = []
         if self.admin_open_locally:
-            return (f"admin panel has no password: served only because the app listens on {self.ui_host}; "
-                    f"set --admin-password or {ADMIN_PASSWORD_ENV} before listening on other addresses")
-        if not self.admin_served:
-            return (f"admin panel disabled: the app listens on {self.ui_host} and no admin password is set "
-                    f"(--admin-password or {ADMIN_PASSWORD_ENV})")
-        return None
+            found.append(f"admin panel has no password: served only because the app listens on {self.ui_host}, "
+                         f"and only with the token in the admin URL printed below; set --admin-password-file or "
+                         f"{ADMIN_PASSWORD_ENV} before listening on other addresses")
+        elif not self.admin_served:
+            found.append(f"admin panel disabled: the app listens on {self.ui_host} and no admin password is set "
+                         f"(--admin-password-file or {ADMIN_PASSWORD_ENV})")
+        elif self.admin_password and len(self.admin_password) < SHORT_PASSWORD:
+            found.append(f"the admin password is short ({len(self.admin_password)} characters): use "
+                         f"{SHORT_PASSWORD} or more")
+        if not is_loopback(self.ui_host) and not self.chat_users:
+            found.append(f"chat is open to anyone who can reach {self.ui_host}: no --chat-user is set")
+        return found
 
     def check_admin_login(self, username: str, password: str) -> bool:
         """Gradio's auth callable for the admin app (constant-time comparison)."""

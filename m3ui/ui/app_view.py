@@ -6,10 +6,15 @@ the main app; each admin handler checks the user again (m3ui.access.AccessPolicy
 
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import fastapi
 import gradio as gr
+from starlette.requests import Request
+from starlette.routing import Mount
+from starlette.types import Scope
 
 from m3ui.services import AppServices
 from m3ui.ui.admin.view import build_admin_app
@@ -17,11 +22,17 @@ from m3ui.ui.chat_view import build_chat_tab
 from m3ui.ui.header_view import build_header
 from m3ui.ui.monitor.view import build_monitor_tab
 from m3ui.ui.tools_view import build_tools_tab
+from m3ui.web.guards import install_guards
+from m3ui.web.mounts import GradioMount
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 # Every page's styles, and its scripts (assets/js/*.js, each one concern, run once per page load).
 CSS_FILES = ("m3ui.css",)
 JS_DIR = ASSETS / "js"
+ADMIN_PATH = "/admin"
+# Components through which a browser uploads files (the upload route is refused for an app without one).
+UPLOAD_COMPONENTS = (gr.File, gr.Files, gr.UploadButton, gr.Image, gr.Audio, gr.Video, gr.Gallery, gr.Model3D,
+                     gr.ImageEditor, gr.MultimodalTextbox)
 TITLE = "m3ui — MiniMax-M3 on SGLang + KT-Kernel"
 
 
@@ -41,19 +52,58 @@ def build_main_app(services: AppServices) -> gr.Blocks:
 
 
 def build_asgi_app(services: AppServices) -> fastapi.FastAPI:
+    """Both apps, behind the HTTP guards of m3ui.web (Host, Origin, admin token, logins, API calls)."""
     app = fastapi.FastAPI(title=TITLE, docs_url=None, redoc_url=None, openapi_url=None)
     policy = services.policy
     css = page_css()
     head = page_head()
+    mounts = []
+    admin_files: list[str] = []
     if policy.admin_served:
         admin = build_admin_app(services)
         admin.queue(default_concurrency_limit=None)
-        gr.mount_gradio_app(app, admin, path="/admin", css=css, head=head,
+        admin_files.append(private_file_cache(app, admin))
+        gr.mount_gradio_app(app, admin, path=ADMIN_PATH, css=css, head=head, allowed_paths=admin_files,
                             auth=policy.check_admin_login if policy.admin_password else None,
                             auth_message="m3ui admin: log in as 'admin'")
+        mounts.append(GradioMount(ADMIN_PATH, "admin", admin.fns, takes_uploads(admin), gradio_login(app, ADMIN_PATH)))
+    main = build_main_app(services)
     chat_auth = policy.check_chat_login if policy.chat_users else None
-    gr.mount_gradio_app(app, build_main_app(services), path="", css=css, head=head, auth=chat_auth)
+    gr.mount_gradio_app(app, main, path="", css=css, head=head, auth=chat_auth, blocked_paths=admin_files)
+    mounts.append(GradioMount("", "chat", main.fns, takes_uploads(main), gradio_login(app, "")))
+    install_guards(app, policy, tuple(mounts))
     return app
+
+
+def private_file_cache(app: fastapi.FastAPI, blocks: gr.Blocks) -> str:
+    """A file cache of the app's own (0700, removed at exit) instead of Gradio's one shared cache, which the
+    main app serves to anyone at /gradio_api/file=...: the admin app's exports (engine logs) stay admin-only."""
+    folder = tempfile.TemporaryDirectory(prefix="m3ui-admin-files-")
+    app.state.admin_files = folder  # kept alive with the app; its finalizer deletes the folder at exit
+    for block in (blocks, *blocks.blocks.values()):
+        block.GRADIO_CACHE = folder.name
+    return folder.name
+
+
+def gradio_login(app: fastapi.FastAPI, path: str) -> Callable[[Scope], bool]:
+    """Whether a request carries a login of the Gradio app mounted at `path` (as Gradio's get_current_user
+    reads it: Gradio checks logins only inside its routes, after the guards have run)."""
+    served = next(route.app for route in app.routes if isinstance(route, Mount) and route.path == path)
+
+    def logged_in(scope: Scope) -> bool:
+        if served.auth is None:
+            return True
+        cookies = Request(scope).cookies
+        token = cookies.get(f"access-token-{served.cookie_id}") or cookies.get(
+            f"access-token-unsecure-{served.cookie_id}")
+        return token in served.tokens
+
+    return logged_in
+
+
+def takes_uploads(blocks: gr.Blocks) -> bool:
+    return any(isinstance(block, UPLOAD_COMPONENTS) and block.interactive is not False
+               for block in blocks.blocks.values())
 
 
 def page_css() -> str:

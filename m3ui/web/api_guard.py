@@ -1,0 +1,68 @@
+"""Checks the calls and uploads that reach either Gradio app (see api_inputs for what a call must hold).
+
+An app with no component that takes a file refuses uploads outright: nothing in it would ever read them,
+and anonymous uploads would only fill the disk.
+"""
+
+from __future__ import annotations
+
+import json
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from m3ui.web.api_inputs import CallRefused, check_call
+from m3ui.web.asgi import BodyTooLarge, read_body, refuse, replaying
+from m3ui.web.mounts import API_PREFIX, GradioMount, mount_for
+
+CALL_LIMIT = 16 * 1024 * 1024  # a call's JSON body (a pasted document fits; a flood does not)
+UPLOAD_ROUTES = ("upload", "process_recording")
+
+
+def api_route(subpath: str) -> tuple[str, str | None] | None:
+    """(route, api name) of a Gradio API path inside a mount: ("join", None), ("run", "send") ..."""
+    if not subpath.startswith(API_PREFIX + "/"):
+        return None
+    parts = subpath[len(API_PREFIX) + 1:].strip("/").split("/")
+    if parts == ["queue", "join"]:
+        return "join", None
+    if len(parts) == 1 and parts[0] in UPLOAD_ROUTES:
+        return "upload", None
+    if len(parts) == 2 and parts[0] in ("run", "api", "call"):
+        return parts[0], parts[1]
+    if len(parts) == 3 and parts[:2] == ["call", "v2"]:
+        return "call/v2", parts[2]
+    return None
+
+
+class ApiGuard:
+    def __init__(self, app: ASGIApp, mounts: tuple[GradioMount, ...]) -> None:
+        self.app = app
+        self.mounts = mounts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        found = mount_for(scope["path"], self.mounts) if scope["type"] == "http" and scope["method"] == "POST" \
+            else None
+        route = api_route(found[1]) if found else None
+        if found is None or route is None:
+            await self.app(scope, receive, send)
+            return
+        mount, (kind, api_name) = found[0], route
+        if kind == "upload" and not mount.uploads:
+            await refuse(scope, receive, send, 403, f"uploads refused: the {mount.name} app takes no files")
+            return
+        if kind == "upload" or not mount.logged_in(scope):
+            await self.app(scope, receive, send)
+            return
+        try:
+            body = await read_body(receive, CALL_LIMIT)
+        except BodyTooLarge as exc:
+            await refuse(scope, receive, send, 413, f"call refused: {exc}")
+            return
+        try:
+            check_call(mount.fns, kind, api_name, json.loads(body))
+        except json.JSONDecodeError:
+            pass  # Gradio answers malformed JSON with its own 422
+        except CallRefused as exc:
+            await refuse(scope, receive, send, exc.status, f"call refused: {exc}")
+            return
+        await self.app(scope, replaying(body, receive), send)

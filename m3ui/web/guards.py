@@ -1,0 +1,28 @@
+"""Puts the guards around the ASGI app that mounts both Gradio apps, outermost first:
+Host allow-list → Origin check → admin token (passwordless admin only) → login throttle → call checks."""
+
+from __future__ import annotations
+
+from starlette.applications import Starlette
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+
+from m3ui.access import AccessPolicy
+from m3ui.web.admin_token import AdminTokenGuard
+from m3ui.web.api_guard import ApiGuard
+from m3ui.web.hosts import allowed_hosts
+from m3ui.web.login_guard import LoginGuard
+from m3ui.web.mounts import GradioMount
+from m3ui.web.origin_guard import OriginGuard
+
+ADMIN_PREFIX = "/admin"
+
+
+def install_guards(app: Starlette, policy: AccessPolicy, mounts: tuple[GradioMount, ...]) -> None:
+    # add_middleware wraps what was added before, so the last one added runs first.
+    app.add_middleware(ApiGuard, mounts=mounts)
+    app.add_middleware(LoginGuard, mounts={m.prefix: m.name for m in mounts})
+    if policy.admin_open_locally:
+        app.add_middleware(AdminTokenGuard, token=policy.admin_token, prefix=ADMIN_PREFIX)
+    app.add_middleware(OriginGuard, allowed_names=policy.allowed_hosts)
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(policy.ui_host, policy.allowed_hosts),
+                       www_redirect=False)

@@ -1,0 +1,70 @@
+"""Throttles and audits the logins of both apps (Gradio's POST /login and /admin/login).
+
+The login form is read here (to know the user name), answered 429 while the throttle says wait, and
+otherwise passed on; Gradio's answer (200 logged in, 400 wrong credentials) is recorded and written to the
+audit log (logger `m3ui.audit`): who, from where, which app — never the password.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from urllib.parse import parse_qs
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from m3ui.web.asgi import BodyTooLarge, client_address, header, read_body, refuse, replaying
+from m3ui.web.login_throttle import LoginThrottle
+
+AUDIT = logging.getLogger("m3ui.audit")
+FORM_LIMIT = 16 * 1024
+
+
+def _user_of(body: bytes, content_type: str | None) -> str | None:
+    if not (content_type or "").startswith("application/x-www-form-urlencoded"):
+        return None
+    names = parse_qs(body.decode("utf-8", "replace")).get("username")
+    return names[0].strip()[:100] if names else None
+
+
+class LoginGuard:
+    def __init__(self, app: ASGIApp, mounts: dict[str, str], throttle: LoginThrottle | None = None) -> None:
+        """`mounts`: mount prefix → the app's name in the audit log ("" → "chat", "/admin" → "admin")."""
+        self.app = app
+        self.logins = {f"{prefix}/login{slash}": name for prefix, name in mounts.items() for slash in ("", "/")}
+        self.throttle = throttle or LoginThrottle()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        which = self.logins.get(scope["path"]) if scope["type"] == "http" and scope["method"] == "POST" else None
+        if which is None:
+            await self.app(scope, receive, send)
+            return
+        client = client_address(scope)
+        try:
+            body = await read_body(receive, FORM_LIMIT)
+        except BodyTooLarge as exc:
+            await refuse(scope, receive, send, 413, f"login refused: {exc}")
+            return
+        user = _user_of(body, header(scope, "content-type"))
+        keys = self.throttle.keys(client, user)
+        wait = self.throttle.wait_seconds(keys)
+        if wait > 0:
+            AUDIT.warning("audit: %s login throttled for user %r from %s (retry in %.0f s)", which, user, client, wait)
+            await refuse(scope, receive, send, 429, f"too many failed logins: try again in {math.ceil(wait)} s",
+                         [("retry-after", str(math.ceil(wait)))])
+            return
+        status: list[int] = []
+
+        async def noting(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status.append(message["status"])
+            await send(message)
+
+        await self.app(scope, replaying(body, receive), noting)
+        if status and status[0] == 200:
+            self.throttle.succeeded(keys)
+            AUDIT.info("audit: %s login succeeded for user %r from %s", which, user, client)
+        elif status and status[0] in (400, 401, 403):
+            failures = self.throttle.failed(keys)
+            AUDIT.warning("audit: %s login failed for user %r from %s (%d failures in a row)", which, user, client,
+                          failures)
