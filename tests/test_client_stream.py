@@ -88,9 +88,9 @@ def test_inline_think_tags_move_into_reasoning_when_the_server_has_no_reasoning_
     assert events[-1] == Finished("stop", events[-1].stats)
 
 
-def test_inline_think_tags_stay_in_content_without_the_adapter():
-    events, _ = run([SseReply(SAMPLES["E_separate_reasoning_false"])])
-    assert text(events, ContentDelta) == "<mm:think>hmm</mm:think>Hi!"
+def test_inline_think_tags_go_to_reasoning_even_when_nobody_said_the_server_has_no_parser():
+    events, _ = run([SseReply(SAMPLES["E_separate_reasoning_false"])])  # tags split across deltas
+    assert (text(events, ReasoningDelta), text(events, ContentDelta)) == ("hmm", "Hi!")
 
 
 def test_stray_closer_split_across_deltas_is_stripped_from_the_answer():

@@ -27,6 +27,8 @@ CASES_STRAY = {
     "Plain answer": "Plain answer",
     "x </mm:think> in the middle stays": "x </mm:think> in the middle stays",
     "</mm:thin": "</mm:thin",  # an unfinished tag at the very end is text
+    "</mm:think>\n\n    x = 1\n    y = 2": "    x = 1\n    y = 2",  # blank lines go, indentation stays
+    "</mm:think>    x = 1": "    x = 1",
     "<b>bold</b>": "<b>bold</b>",
     "": "",
 }
@@ -35,6 +37,7 @@ CASES_INLINE = {
     "<mm:think>hmm</mm:think>Hi!": ("hmm", "Hi!"),
     "\n<mm:think>a < b</mm:thi</mm:think>\n\nDone": ("a < b</mm:thi", "Done"),
     "</mm:think>Only answer": ("", "Only answer"),
+    "<mm:think>code</mm:think>\n\n    x = 1": ("code", "    x = 1"),
     "No tags at all": ("", "No tags at all"),
     "<mm:think>cut off by max_tokens": ("cut off by max_tokens", ""),
 }

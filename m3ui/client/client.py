@@ -11,7 +11,7 @@ from m3ui.client.http_library import http
 from m3ui.client.request import ToolChoice, WireMessage, WireTool, chat_request_kwargs
 from m3ui.client.settings import EndpointConfig, GenerationSettings
 from m3ui.client.stream import ChatStream, SdkStream
-from m3ui.client.think_tags import InlineThinkSplitter, StrayCloserFilter
+from m3ui.client.think_tags import InlineThinkSplitter
 from m3ui.client.timing import Clock
 
 
@@ -48,10 +48,12 @@ class ChatClient:
 
         return ChatStream(open_stream, self.endpoint.base_url, settings, self._content_filter(settings), self._clock)
 
-    def _content_filter(self, settings: GenerationSettings) -> StrayCloserFilter:
-        if self.endpoint.reasoning_in_content:
-            return InlineThinkSplitter(starts_in_reasoning=settings.thinking_mode == "enabled")
-        return StrayCloserFilter()
+    def _content_filter(self, settings: GenerationSettings) -> InlineThinkSplitter:
+        # An engine without a reasoning parser sends `<mm:think>..</mm:think>` inside the content: an opener at
+        # the start gives itself away. In "enabled" mode the template opened the block, so the output starts
+        # inside it without an opener: only the endpoint's flag can tell.
+        enabled = settings.thinking_mode == "enabled"
+        return InlineThinkSplitter(starts_in_reasoning=self.endpoint.reasoning_in_content and enabled)
 
     def close(self) -> None:
         self._sdk.close()

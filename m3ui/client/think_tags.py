@@ -2,8 +2,9 @@
 
 - StrayCloserFilter (always on): sglang-kt does not strip a `</mm:think>` that arrives without an opener
   (seen in multi-turn chats); drop it when it starts the content, possibly after whitespace.
-- InlineThinkSplitter (server without a reasoning parser): `<mm:think>..</mm:think>` at the start of the
-  content is moved into reasoning; it also drops a stray closer like the filter above.
+- InlineThinkSplitter (always used: it finds out by itself when the server has no reasoning parser):
+  `<mm:think>..</mm:think>` at the start of the content is moved into reasoning; it also drops a stray closer
+  like the filter above.
 """
 
 from __future__ import annotations
@@ -22,6 +23,11 @@ def _held_suffix_len(text: str, tag: str) -> int:
         if tag.startswith(text[-size:]):
             return size
     return 0
+
+
+def _without_leading_blank_lines(text: str) -> str:
+    indent_start = text.rfind("\n", 0, len(text) - len(text.lstrip())) + 1
+    return text[indent_start:]
 
 
 class StrayCloserFilter:
@@ -58,11 +64,13 @@ class StrayCloserFilter:
         return THINK_CLOSE.startswith(head)
 
     def _after_close(self, text: str) -> list[TextDelta]:
-        # The model puts a blank line after the closer; it is not part of the answer.
-        answer = text.lstrip()
-        if not answer:
+        # The model puts a blank line after the closer; it is not part of the answer, but the indentation of
+        # the answer's first line is ("    x = 1" is code). Whitespace is held until the first visible text.
+        self._held += text
+        if not self._held.strip():
             return []
-        self._state = "content"
+        answer = _without_leading_blank_lines(self._held)
+        self._held, self._state = "", "content"
         return [ContentDelta(answer)]
 
 

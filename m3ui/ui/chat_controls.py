@@ -3,10 +3,13 @@ the session key of a browser page, and the runner a tab starts answers with."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import gradio as gr
 
-from m3ui.chat_session import ChatRunner
-from m3ui.client import THINKING_MODES, GenerationSettings, SettingsError, validate_thinking_mode
+from m3ui.chat_session import AnswerHitRate, ChatRunner
+from m3ui.client import THINKING_MODES, EndpointConfig, GenerationSettings, SettingsError, validate_thinking_mode
+from m3ui.engine_link import EngineLink
 from m3ui.services import AppServices
 
 THINKING_MODE_INFO = ("Adaptive: the model decides whether to think. Enabled: it always thinks first. "
@@ -51,8 +54,21 @@ def session_key(request: gr.Request | None) -> str:
 
 
 def chat_runner(services: AppServices) -> ChatRunner:
-    """A tab's runner: answers go to the app's engine, one at a time per page and tab; an answer the engine's
-    death broke off says what the engine's diagnosis says."""
-    link = services.link
-    return ChatRunner(link.endpoint, lambda: link.status().label, services.answer_gpu_hit_rate,
+    """A tab's runner: answers go to the app's engine, one at a time per page and tab."""
+    return link_runner(services.link, services.answer_gpu_hit_rate)
+
+
+def link_runner(link: EngineLink, hit_rate: AnswerHitRate | None = None) -> ChatRunner:
+    """A runner on the engine `link` follows; an answer the engine's death broke off says what the engine's
+    diagnosis says."""
+    return ChatRunner(lambda: chat_endpoint(link), lambda: link.status().label, hit_rate,
                       lambda: link.status().failure)
+
+
+def chat_endpoint(link: EngineLink) -> EndpointConfig | None:
+    """Where answers go (None while the engine is not ready). An engine launched without a reasoning parser
+    sends its thinking inside the content; in thinking mode "enabled" without even an opening tag."""
+    endpoint, settings = link.endpoint(), link.settings
+    if endpoint is None or settings is None:  # attached: unknown, an opening tag still gives it away
+        return endpoint
+    return replace(endpoint, reasoning_in_content=not settings.reasoning_parser)
