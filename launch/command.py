@@ -1,6 +1,7 @@
 """Settings → the engine's argv (never a shell string), its environment, and a copyable rendering.
 
-The rendering is made from the very argv that runs, so the preview can never drift from the launch.
+The rendering is made from the very argv that runs, so the preview can never drift from the launch; only
+secrets are masked in it. A launched engine gets its API key through a private config file (launch/config_file.py).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from launch.config_file import CONFIG_FLAG, secret_config_path
 from launch.settings import LaunchSettings, setting_fields
 
 EngineKind = Literal["sglang", "sim"]
@@ -18,6 +20,8 @@ SGLANG_MODULE = "sglang.launch_server"
 SIM_MODULE = "launch.sim"
 RECORDER_DIR_ENV = "SGLANG_EXPERT_DISTRIBUTION_RECORDER_DIR"
 REPO_ROOT = Path(__file__).resolve().parent.parent
+SECRET_FLAGS = ("--api-key", "--admin-api-key")
+SECRET_MASK = "********"
 
 
 @dataclass(frozen=True)
@@ -36,10 +40,10 @@ class Command:
     cwd: str | None
 
     def shell_text(self) -> str:
-        """A copyable multi-line rendering, one flag per line, in the seed's layout."""
+        """A copyable multi-line rendering, one flag per line, in the seed's layout; secrets masked."""
         head = [*(f"{k}={shlex.quote(v)}" for k, v in self.env), *map(shlex.quote, self.argv[:3])]
         lines = [" ".join(head)]
-        rest = list(self.argv[3:])
+        rest = masked_argv(self.argv[3:])
         i = 0
         while i < len(rest):
             part = [rest[i]]
@@ -49,6 +53,17 @@ class Command:
                 i += 1
             lines.append("  " + " ".join(map(shlex.quote, part)))
         return " \\\n".join(lines)
+
+
+def masked_argv(argv: tuple[str, ...] | list[str]) -> list[str]:
+    """`argv` with the values of secret flags (`--api-key K` and `--api-key=K`) replaced by a mask."""
+    out = list(argv)
+    for i, word in enumerate(out):
+        if word in SECRET_FLAGS and i + 1 < len(out):
+            out[i + 1] = SECRET_MASK
+        elif word.startswith(tuple(f"{flag}=" for flag in SECRET_FLAGS)):
+            out[i] = f"{word.split('=', 1)[0]}={SECRET_MASK}"
+    return out
 
 
 class CommandError(ValueError):
@@ -88,11 +103,22 @@ def split_extra_args(text: str) -> list[str]:
         raise CommandError(f"extra arguments: {exc} (check the quotes)") from None
 
 
+def key_on_argv(settings: LaunchSettings) -> bool:
+    """The API key must go on the command line: the extra arguments bring their own `--config` file, and
+    sglang reads only one."""
+    return bool(settings.api_key) and CONFIG_FLAG in split_extra_args(settings.extra_args)
+
+
+def key_in_config_file(settings: LaunchSettings) -> bool:
+    return bool(settings.api_key) and not key_on_argv(settings)
+
+
 def build_command(settings: LaunchSettings, engine: Engine = Engine(), run_dir: Path | None = None) -> Command:
     """The argv and environment that launch `settings` on `engine`.
 
     The simulated engine runs under this Python (it ships with m3ui); the recorder folder lives in the
-    run folder so that dumps are found and cleaned up with the run.
+    run folder so that dumps are found and cleaned up with the run. With a run folder, the API key goes
+    into its private config file (the supervisor writes it), so `ps` never shows it.
     """
     if engine.kind == "sim":
         head = [sys.executable, "-m", SIM_MODULE]
@@ -103,4 +129,8 @@ def build_command(settings: LaunchSettings, engine: Engine = Engine(), run_dir: 
     env: list[tuple[str, str]] = []
     if settings.expert_distribution_recorder_mode and run_dir is not None:
         env.append((RECORDER_DIR_ENV, str(run_dir / "recorder")))
-    return Command(tuple(head + flag_argv(settings)), tuple(env), cwd)
+    if run_dir is not None and key_in_config_file(settings):
+        flags = [*flag_argv(settings.replace(api_key=None)), CONFIG_FLAG, str(secret_config_path(run_dir))]
+    else:
+        flags = flag_argv(settings)
+    return Command(tuple(head + flags), tuple(env), cwd)

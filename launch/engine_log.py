@@ -10,17 +10,26 @@ import re
 from collections import deque
 from pathlib import Path
 
+from launch.command import SECRET_MASK
+
 DEFAULT_MAX_LINES = 5000
 _READ_CHUNK = 16 << 20  # per call: a re-attach replays a long log over a few ticks
 _MAX_PENDING = 1 << 16  # a "line" longer than this is cut, so a runaway write cannot grow memory
 _BREAK = re.compile(rb"\r\n|\n|\r")
 
 
+def mask_secrets(line: str, secrets: tuple[str, ...]) -> str:
+    for secret in filter(None, secrets):
+        line = line.replace(secret, SECRET_MASK)
+    return line
+
+
 class LogFollower:
     """Reads what was appended to a log file since the last `read_new()`. Not thread-safe: one reader."""
 
-    def __init__(self, path: Path, max_lines: int = DEFAULT_MAX_LINES) -> None:
+    def __init__(self, path: Path, max_lines: int = DEFAULT_MAX_LINES, secrets: tuple[str, ...] = ()) -> None:
         self.path = path
+        self._secrets = secrets  # masked in every line handed out
         self.lines: deque[str] = deque(maxlen=max_lines)
         self._offset = 0
         self._pending = b""
@@ -65,7 +74,7 @@ class LogFollower:
     def _emit(self, raw: bytes, carriage_return: bool, out: list[str]) -> None:
         if not raw.strip():
             return  # tqdm's leading `\r`, blank lines
-        line = raw.decode("utf-8", errors="replace")
+        line = mask_secrets(raw.decode("utf-8", errors="replace"), self._secrets)
         out.append(line)
         if self._overwrite_last and self.lines:
             self.lines[-1] = line

@@ -17,6 +17,7 @@ from pathlib import Path
 import psutil
 
 from launch.command import Command
+from launch.private_files import open_private_append
 
 _POLL_S = 0.05
 
@@ -28,7 +29,7 @@ def spawn(command: Command, log_path: Path) -> subprocess.Popen[bytes]:
     dies, and a restarted app can re-attach by reading the same file.
     """
     env = {**os.environ, **dict(command.env), "PYTHONUNBUFFERED": "1"}
-    with open(log_path, "ab") as log:
+    with open(open_private_append(log_path), "ab") as log:  # 0600: sglang logs its args, API key included
         return subprocess.Popen(
             list(command.argv), cwd=command.cwd, env=env, stdin=subprocess.DEVNULL,
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,

@@ -1,4 +1,5 @@
-"""Profiles: named launch settings plus the engine choice, saved as JSON files that round-trip exactly."""
+"""Profiles: named launch settings plus the engine choice, saved as JSON files that round-trip exactly
+(0600 in a 0700 folder: the settings include the engine's API key)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from launch.command import Engine
+from launch.private_files import write_private
 from launch.settings import LaunchSettings, SettingsError, from_mapping, to_mapping
 
 FORMAT = "m3ui-profile/1"
@@ -74,10 +76,8 @@ def profile_from_json(text: str) -> Profile:
 
 
 def save_profile(profile: Profile, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(profile_to_json(profile), encoding="utf-8")
-    tmp.replace(path)  # atomic: a crash never leaves half a profile
+    """Atomically, owner-only: a profile may hold the engine's API key."""
+    write_private(path, profile_to_json(profile))
 
 
 def load_profile(path: Path) -> Profile:

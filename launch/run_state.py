@@ -2,17 +2,17 @@
 
 It lives at `<run_root>/engine.json` while an engine runs and is removed when it stops. It names the
 process (pid + start time, so a recycled pid is never mistaken for ours), its process group, the app
-that owns it, and the settings it was started with. It holds the API key, so it is private (0600).
+that owns it, and the settings it was started with. It holds the API key, so it is private (0600 in 0700).
 """
 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from launch.command import Engine
+from launch.private_files import write_private
 from launch.settings import LaunchSettings, SettingsError, from_mapping, to_mapping
 
 STATE_FILE_NAME = "engine.json"
@@ -38,8 +38,6 @@ def state_path(run_root: Path) -> Path:
 
 def write_run_state(run_root: Path, state: RunState) -> None:
     """Atomically (write + rename), readable by the owner only."""
-    path = state_path(run_root)
-    path.parent.mkdir(parents=True, exist_ok=True)
     data = {
         "pid": state.pid, "pgid": state.pgid, "create_time": state.create_time,
         "owner_pid": state.owner_pid, "owner_create_time": state.owner_create_time,
@@ -47,11 +45,7 @@ def write_run_state(run_root: Path, state: RunState) -> None:
         "engine": {"kind": state.engine.kind, "python": state.engine.python},
         "settings": to_mapping(state.settings),
     }
-    tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        json.dump(data, out, indent=2)
-    os.replace(tmp, path)
+    write_private(state_path(run_root), json.dumps(data, indent=2))
 
 
 def read_run_state(run_root: Path) -> RunState | None:

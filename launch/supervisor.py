@@ -20,11 +20,13 @@ from enum import Enum
 from pathlib import Path
 from typing import Literal
 
-from launch.command import Command, Engine, build_command
+from launch.command import Command, Engine, build_command, key_in_config_file
+from launch.config_file import write_secret_config
 from launch.diagnosis import Diagnosis, FailureCause, SizingContext, diagnose, timeout_diagnosis
 from launch.engine_log import LogFollower
 from launch.health import Readiness, engine_url, probe_readiness
 from launch.phases import PHASE_ORDER, Phase, PhaseTracker
+from launch.private_files import private_dir, write_private
 from launch.process_group import create_time, is_running, spawn, surviving_group, terminate_group
 from launch.run_state import RunState, clear_run_state, read_run_state, write_run_state
 from launch.settings import LaunchSettings
@@ -36,7 +38,6 @@ WAITING_PROBE_INTERVAL_S = 0.5  # an attached endpoint that is not answering yet
 EXIT_CLEANUP_GRACE_S = 3.0
 LOG_FILE_NAME = "engine.log"
 COMMAND_FILE_NAME = "command.sh"
-_SECRET_MASK = "********"
 
 
 class EngineState(Enum):
@@ -134,8 +135,9 @@ class Supervisor:
             self._check_can_start()
             run_dir = self._new_run_dir()
             command = build_command(settings, engine, run_dir)
-            masked = settings.replace(api_key=_SECRET_MASK) if settings.api_key else settings
-            (run_dir / COMMAND_FILE_NAME).write_text(build_command(masked, engine, run_dir).shell_text() + "\n")
+            write_private(run_dir / COMMAND_FILE_NAME, command.shell_text() + "\n")  # masked, for people
+            if settings.api_key and key_in_config_file(settings):
+                write_secret_config(run_dir, settings.api_key)
             log_path = run_dir / LOG_FILE_NAME
             if moe_layers is None and sizing is not None:
                 moe_layers = sizing.shape.num_moe_layers
@@ -147,7 +149,7 @@ class Supervisor:
                            tracker=PhaseTracker(moe_layers), settings=settings, engine=engine,
                            moe_layers=moe_layers, sizing=sizing, info=info, popen=popen, pid=popen.pid,
                            pgid=popen.pid, create_time=create_time(popen.pid) or 0.0,
-                           follower=LogFollower(log_path))
+                           follower=LogFollower(log_path, secrets=_secrets(settings)))
                 self._begin(run)
             except BaseException:  # e.g. Ctrl-C right here: no engine may outlive a failed start
                 terminate_group(popen.pid, 0.0, popen)
@@ -174,7 +176,7 @@ class Supervisor:
             run = _Run(mode="managed", url=state.url, api_key=state.settings.api_key, started_at=state.create_time,
                        tracker=PhaseTracker(state.moe_layers), settings=state.settings, engine=state.engine,
                        moe_layers=state.moe_layers, info=info, pid=state.pid, pgid=state.pgid,
-                       create_time=state.create_time, follower=LogFollower(log_path))
+                       create_time=state.create_time, follower=LogFollower(log_path, secrets=_secrets(state.settings)))
             self._begin(run)
 
     def _check_can_start(self, ignore_state_file: bool = False) -> None:
@@ -193,10 +195,11 @@ class Supervisor:
 
     def _new_run_dir(self) -> Path:
         stamp = time.strftime("%Y%m%d-%H%M%S")
+        runs = private_dir(self.run_root / "runs")  # run folders hold the key's config file and the log
         for n in range(1000):
-            path = self.run_root / "runs" / (stamp if n == 0 else f"{stamp}-{n}")
+            path = runs / (stamp if n == 0 else f"{stamp}-{n}")
             try:
-                path.mkdir(parents=True)
+                path.mkdir(mode=0o700)
                 return path
             except FileExistsError:
                 continue
@@ -388,6 +391,11 @@ class Supervisor:
         with self._changed:
             self._changed.wait_for(lambda: self._state not in (EngineState.STARTING,), timeout)
             return self._state is EngineState.READY
+
+
+def _secrets(settings: LaunchSettings) -> tuple[str, ...]:
+    """What the log view must never show: sglang logs its server_args, API key included."""
+    return (settings.api_key,) if settings.api_key else ()
 
 
 def install_signal_handlers(supervisor: Supervisor) -> None:

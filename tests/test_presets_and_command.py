@@ -4,7 +4,7 @@ import re
 import shlex
 from pathlib import Path
 
-from launch.command import RECORDER_DIR_ENV, Engine, build_command
+from launch.command import RECORDER_DIR_ENV, Engine, build_command, masked_argv
 from launch.presets import preset, with_expert_monitoring
 
 SEED = Path(__file__).resolve().parent / "data" / "seed_presets.md"
@@ -44,7 +44,9 @@ def test_rendering_is_the_argv_that_runs():
     cmd = build_command(s, Engine("sglang", "/venv/bin/python"))
     assert cmd.argv[:3] == ("/venv/bin/python", "-m", "sglang.launch_server")
     assert "/m; rm -rf /" in cmd.argv and "$(whoami)" in cmd.argv and "a'b\"c" in cmd.argv
-    assert tuple(shlex.split(cmd.shell_text().replace("\\\n", " "))) == cmd.argv
+    shown = cmd.shell_text()
+    assert tuple(shlex.split(shown.replace("\\\n", " "))) == tuple(masked_argv(cmd.argv))  # all but the key
+    assert "a'b" not in shown and "--api-key '********'" in shown
 
 
 def test_sim_engine_runs_the_same_flags_under_this_python():

@@ -40,6 +40,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 ARGS = sys.argv
 PORT = int(ARGS[ARGS.index("--port") + 1])
 KEY = ARGS[ARGS.index("--api-key") + 1] if "--api-key" in ARGS else None
+if "--config" in ARGS:  # as sglang's prepare_server_args: the YAML file's keys are flags
+    import yaml
+    KEY = yaml.safe_load(open(ARGS[ARGS.index("--config") + 1])).get("api-key", KEY)
 READY = threading.Event()
 
 def log(message):

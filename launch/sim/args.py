@@ -12,6 +12,7 @@ import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from launch.config_file import merge_config_file
 from launch.settings import LaunchSettings, SettingField, setting_fields
 from launch.sglang_flags import SGLANG_FLAGS
 
@@ -59,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def parse_sim_args(argv: Sequence[str]) -> SimArgs:
     """Parse like sglang's launch_server; exits with status 2 on an unknown flag or a bad value."""
-    namespace = vars(build_parser().parse_args(list(argv)))
+    namespace = vars(build_parser().parse_args(merge_config_file(argv)))  # sglang reads --config first
     values = {fld.name: namespace.pop(fld.name) for fld in setting_fields()}
     if values["kt_numa_nodes"] is not None:
         values["kt_numa_nodes"] = tuple(values["kt_numa_nodes"])

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
-import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+
+from launch.engine_log import mask_secrets
 
 # What an operator scans for first: sglang's level names, Python tracebacks and exception lines.
 PROBLEM_LINE = re.compile(r"\b(ERROR|CRITICAL|WARNING|FATAL|Traceback)\b|[A-Za-z]+(Error|Exception):|"
@@ -23,10 +24,14 @@ def filter_log(lines: Sequence[str], contains: str = "", problems_only: bool = F
     return tuple(kept[-limit:]) if limit > 0 else ()
 
 
-def export_log(log_path: Path, run_name: str, into: Path | None = None) -> Path:
-    """A copy of the whole log, named after its run, in a folder the web server may hand out (the temp dir)."""
+def export_log(log_path: Path, run_name: str, into: Path | None = None, secrets: tuple[str, ...] = ()) -> Path:
+    """A copy of the whole log, named after its run, in a folder the web server may hand out (the temp dir);
+    `secrets` (the API key, which sglang logs with its server args) are masked."""
     folder = (into or Path(tempfile.gettempdir())) / EXPORT_DIR_NAME
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"m3ui-engine-{run_name}.log"
-    shutil.copyfile(log_path, target)
+    exact = {"encoding": "utf-8", "errors": "surrogateescape", "newline": ""}  # every other byte as it was
+    with open(log_path, **exact) as src, open(target, "w", **exact) as out:  # type: ignore[call-overload]
+        for line in src:
+            out.write(mask_secrets(line, secrets))
     return target

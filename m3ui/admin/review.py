@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from launch.advice import Advice, SizingInputs, advise
-from launch.command import CommandError, Engine, build_command
+from launch.command import CommandError, Engine, build_command, key_on_argv
 from launch.findings import Finding, has_errors
 from launch.model_config import ModelShape
 from launch.preflight import check_paths
@@ -23,6 +23,11 @@ from m3ui.admin.host import HostSurvey
 from m3ui.admin.model_info import ModelShapes
 
 Change = tuple[str, Any]
+KEY_ON_ARGV = Finding(
+    "warning", "api_key", "The API key will be on the engine's command line, where any user of this computer "
+    "can read it (ps): the extra arguments pass their own --config file, and sglang reads only one.",
+    fix="Put `api-key: ...` into that YAML file and leave this field empty, or drop --config from the extra "
+        "arguments (m3ui then hands the key over in a private file).", check="secrets")
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,8 @@ def review_form(reading: FormReading, engine: Engine, survey: HostSurvey, shapes
     command_text = None
     try:
         command_text = build_command(settings, engine).shell_text()
+        if key_on_argv(settings):
+            findings.append(KEY_ON_ARGV)
     except CommandError as exc:
         if not any(f.field == "extra_args" for f in findings):
             findings.append(Finding("error", "extra_args", str(exc), check="extra_args"))

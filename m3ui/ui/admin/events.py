@@ -229,7 +229,8 @@ class AdminEvents:
         run_dir = self.console.snapshot().run_dir
         if run_dir is None or not (run_dir / LOG_FILE_NAME).is_file():
             return [gr.skip(), outcome_html(Outcome("info", "No engine log yet: nothing was launched from here."))]
-        return [gr.File(value=str(export_log(run_dir / LOG_FILE_NAME, run_dir.name)), visible=True), ""]
+        copy = export_log(run_dir / LOG_FILE_NAME, run_dir.name, secrets=(self.services.link.api_key or "",))
+        return [gr.File(value=str(copy), visible=True), ""]
 
     # --- hardware and model -------------------------------------------------------------------------------
 
