@@ -1,33 +1,115 @@
 """The Tools tab in real Chromium against `python app.py` on the simulated engine: the weather call with its
-arguments and result, and a final answer that uses it."""
+arguments and result, and a final answer that uses it; Regenerate; handlers with nothing to do change nothing;
+the stall limit is a setting checked before sending."""
 
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.app_process import running_app
 from tests.browser import chromium_page
 from tests.test_browser_chat import wait_engine_ready
 
 pytestmark = pytest.mark.browser
+UI_TIMEOUT_MS = 60_000
+WEATHER = "What's the weather in Paris?"
+CALL_BLOCKS = "#m3-tools-chatbot .thought-group"
+# The buttons and their labels: a handler that blanks its outputs empties these.
+BUTTONS = {"#m3-tools-send": "Send", "#m3-tools-regenerate": "↻ Regenerate", "#m3-tools-clear": "Clear"}
 
 
-def test_the_weather_call_shows_its_arguments_and_result_and_the_answer_uses_it(tmp_path):
-    with running_app(tmp_path) as app, chromium_page() as page:
-        page.set_default_timeout(60_000)
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    with running_app(tmp_path_factory.mktemp("tools")) as app:
+        yield app
+
+
+@pytest.fixture
+def page(app):
+    with chromium_page() as page:
+        page.set_default_timeout(UI_TIMEOUT_MS)
         page.goto(app.url)
         wait_engine_ready(page)
         page.get_by_role("tab", name="Tools").click()
-        page.fill("#m3-tools-message textarea", "What's the weather in Paris?")
-        page.keyboard.press("Enter")
-        page.wait_for_selector("#m3-tools-stop", state="visible")
-        page.wait_for_selector("#m3-tools-send", state="visible")
-        chat = page.locator("#m3-tools-chatbot")
-        call = chat.locator(".thought-group", has_text="Tool call: get_weather").first
-        header = call.locator("[role=button]").first.inner_text()
-        assert "done" in header
-        call_text = call.inner_text()
-        assert '"city": "Paris"' in call_text
-        assert "Result" in call_text and "DEMO DATA" in call_text and "for Paris" in call_text
-        answer = chat.locator(".message-content").last.inner_text()
-        assert 'get_weather(city="Paris")' in answer and "DEMO DATA" in answer
+        page.wait_for_selector("#m3-tools-message textarea")
+        yield page
+
+
+def ask(page, text: str) -> None:
+    page.fill("#m3-tools-message textarea", text)
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#m3-tools-stop", state="visible")
+    wait_answered(page)
+
+
+def wait_answered(page) -> None:
+    page.wait_for_selector("#m3-tools-send", state="visible")
+    page.wait_for_selector("#m3-tools-stop", state="hidden")
+
+
+def settled_after(page, toast: str) -> None:
+    """The handler warned `toast` and has finished (its outputs, if any, arrive with the toast's event)."""
+    page.get_by_text(toast).first.wait_for()
+    page.wait_for_timeout(1000)
+
+
+def labels(page) -> dict[str, str]:
+    return {selector: page.inner_text(selector).strip() for selector in BUTTONS}
+
+
+def test_the_weather_call_shows_its_arguments_and_result_and_the_answer_uses_it(page):
+    ask(page, WEATHER)
+    chat = page.locator("#m3-tools-chatbot")
+    call = chat.locator(".thought-group", has_text="Tool call: get_weather").first
+    header = call.locator("[role=button]").first.inner_text()
+    assert "done" in header
+    call_text = call.inner_text()
+    assert '"city": "Paris"' in call_text
+    assert "Result" in call_text and "DEMO DATA" in call_text and "for Paris" in call_text
+    answer = chat.locator(".message-content").last.inner_text()
+    assert 'get_weather(city="Paris")' in answer and "DEMO DATA" in answer
+
+
+def test_an_empty_send_leaves_the_buttons_and_the_conversation_as_they_were(page):
+    ask(page, WEATHER)
+    before = page.inner_text("#m3-tools-chatbot")
+    page.fill("#m3-tools-message textarea", "   ")
+    page.keyboard.press("Enter")
+    settled_after(page, "Type a message first.")
+    page.click("#m3-tools-send")
+    page.wait_for_timeout(1000)
+    assert labels(page) == BUTTONS
+    assert page.inner_text("#m3-tools-chatbot") == before and "DEMO DATA" in before
+
+
+def test_regenerate_on_an_empty_chat_changes_nothing(page):
+    page.click("#m3-tools-regenerate")
+    settled_after(page, "Nothing to regenerate yet")
+    assert labels(page) == BUTTONS
+    expect(page.get_by_text("Tool calling demo")).to_be_visible()  # the chat's placeholder is still shown
+
+
+def test_regenerate_replaces_the_last_answer_and_its_tool_calls(page):
+    ask(page, WEATHER)
+    page.click("#m3-tools-regenerate")
+    page.wait_for_selector("#m3-tools-stop", state="visible")
+    wait_answered(page)
+    chat = page.locator("#m3-tools-chatbot")
+    expect(chat.locator(".message-content").last).to_contain_text("DEMO DATA")
+    assert chat.inner_text().count(WEATHER) == 1
+    assert page.locator(CALL_BLOCKS, has_text="Tool call: get_weather").count() == 1
+    assert labels(page) == BUTTONS
+
+
+def test_the_stall_limit_is_a_visible_setting_and_a_bad_one_is_refused_before_sending(page):
+    stall = page.locator("#m3-tools-stall input")
+    expect(page.locator("#m3-tools-stall")).to_contain_text("Stall limit (s)")
+    assert stall.input_value() == "60"
+    stall.fill("0")
+    page.fill("#m3-tools-message textarea", WEATHER)
+    page.keyboard.press("Enter")
+    settled_after(page, "stall_seconds must be in [1, 3600]")
+    assert labels(page) == BUTTONS
+    assert page.input_value("#m3-tools-message textarea") == WEATHER  # nothing typed is lost
+    assert WEATHER not in page.inner_text("#m3-tools-chatbot")

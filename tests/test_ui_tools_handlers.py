@@ -14,11 +14,11 @@ from m3ui.client import EndpointConfig
 from m3ui.conversation import ToolTurn
 from m3ui.conversation_store import new_chat
 from m3ui.tools import builtin_tools
-from m3ui.ui.tools_view import ToolsController
+from m3ui.ui.tools_view import UNCHANGED, ToolsController
 from tests.sse_replay import ReplayServer, answer_reply, tool_calls_reply
 
 NAMES = [tool.name for tool in builtin_tools()]
-CHATBOT, APPROVAL, APPROVAL_TEXT = 1, 6, 7
+CHATBOT, APPROVAL, APPROVAL_TEXT = 1, 7, 8
 
 
 def controller(server: ReplayServer) -> ToolsController:
@@ -26,8 +26,12 @@ def controller(server: ReplayServer) -> ToolsController:
     return ToolsController(ChatRunner(lambda: endpoint, lambda: "ready"))
 
 
+def regenerate(tools: ToolsController, chat):
+    return tools.regenerate(chat, (), NAMES, "auto", "adaptive", False, 5, 10, 60, gr.Request(session_hash="page-1"))
+
+
 def send(tools: ToolsController, text: str, choice: str = "auto", approval: bool = False, specs=(), names=NAMES):
-    return tools.send(text, new_chat(), specs, names, choice, "adaptive", approval, 5, 10,
+    return tools.send(text, new_chat(), specs, names, choice, "adaptive", approval, 5, 10, 60,
                       gr.Request(session_hash="page-1"))
 
 
@@ -74,11 +78,42 @@ def test_approve_and_deny_clicks_resolve_the_paused_call():
     assert results["calculator"].is_error and "denied by user" in results["calculator"].content
 
 
-def test_a_forced_tool_that_is_not_selected_is_refused_before_sending():
-    with ReplayServer([]) as server:
-        with pytest.raises(gr.Error, match="names no selected tool"):
-            next(send(controller(server), "hi", choice="tool:calculator", names=["get_weather"]))
+def test_a_forced_tool_that_is_not_selected_is_refused_before_sending_and_changes_nothing():
+    with ReplayServer([]) as server, pytest.warns(UserWarning, match="names no selected tool"):
+        assert list(send(controller(server), "hi", choice="tool:calculator", names=["get_weather"])) == [UNCHANGED]
         assert server.requests == []
+
+
+def test_a_bad_stall_limit_is_refused_before_sending_and_changes_nothing():
+    with ReplayServer([]) as server, pytest.warns(UserWarning, match=r"stall_seconds must be in \[1, 3600\]"):
+        updates = list(controller(server).send("hi", new_chat(), (), NAMES, "auto", "adaptive", False, 5, 10, 0,
+                                               gr.Request(session_hash="page-1")))
+        assert updates == [UNCHANGED] and server.requests == []
+
+
+def test_an_empty_message_or_an_empty_chat_to_regenerate_changes_nothing():
+    with ReplayServer([]) as server:
+        tools = controller(server)
+        with pytest.warns(UserWarning, match="Type a message first"):
+            assert list(send(tools, "  \n ")) == [UNCHANGED]
+        with pytest.warns(UserWarning, match="Nothing to regenerate yet"):
+            assert list(regenerate(tools, new_chat())) == [UNCHANGED]
+        assert server.requests == []
+
+
+def test_regenerate_asks_the_last_question_again_and_replaces_its_answer_and_tool_calls():
+    replies = [tool_calls_reply(("get_weather", '{"city": "Paris"}')), answer_reply("First answer."),
+               tool_calls_reply(("get_weather", '{"city": "Paris"}')), answer_reply("Second answer.")]
+    with ReplayServer(replies) as server:
+        tools = controller(server)
+        first = list(send(tools, "Weather in Paris?"))[-1][0]
+        final = list(regenerate(tools, first))[-1]
+        asked_again = server.requests[2]["messages"]
+    assert [m["role"] for m in asked_again] == ["user"] and asked_again[0]["content"] == "Weather in Paris?"
+    turns = final[0].conversation.turns
+    assert sum(isinstance(t, ToolTurn) for t in turns) == 1
+    contents = [m.content for m in final[CHATBOT]]
+    assert contents[-1].startswith("Second answer.") and not any("First answer." in c for c in contents)
 
 
 def test_a_custom_tool_is_offered_and_can_be_forced():

@@ -29,6 +29,7 @@ from m3ui.chat_session import (
     tool_choice_options,
     transcript,
 )
+from m3ui.client import MAX_STALL_SECONDS, MIN_STALL_SECONDS, GenerationSettings
 from m3ui.conversation import LoopOptions
 from m3ui.conversation.export import fenced
 from m3ui.conversation_store import SavedChat, new_chat
@@ -38,6 +39,7 @@ from m3ui.ui.chat_controls import chat_runner, session_key, settings_from_form, 
 from m3ui.ui.chat_render import pretty_json, render
 
 DEFAULT_OPTIONS = LoopOptions()
+DEFAULT_SETTINGS = GenerationSettings()
 EXAMPLES = [
     "What's the weather in Paris?",
     "Compare the weather in Tokyo and Oslo for 3 days.",
@@ -58,6 +60,7 @@ class ToolsTabUI:
     message: gr.Textbox
     send: gr.Button
     stop: gr.Button
+    regenerate: gr.Button
     clear: gr.Button
     approval: gr.Group
     approval_text: gr.Markdown
@@ -69,6 +72,7 @@ class ToolsTabUI:
     require_approval: gr.Checkbox
     max_steps: gr.Slider
     tool_timeout: gr.Slider
+    stall_seconds: gr.Number
     schemas: gr.Code
     custom_json: gr.Code
     add_tool: gr.Button
@@ -78,8 +82,14 @@ class ToolsTabUI:
     @property
     def view(self) -> list[gr.components.Component]:
         """See ToolsController.show."""
-        return [self.chat, self.chatbot, self.message, self.send, self.stop, self.clear, self.approval,
-                self.approval_text]
+        return [self.chat, self.chatbot, self.message, self.send, self.stop, self.regenerate, self.clear,
+                self.approval, self.approval_text]
+
+    @property
+    def settings(self) -> list[gr.components.Component]:
+        """What a send or a regenerate reads besides the chat: see ToolsController.settings."""
+        return [self.custom_specs, self.tool_picker, self.tool_choice, self.thinking_mode, self.require_approval,
+                self.max_steps, self.tool_timeout, self.stall_seconds]
 
     @property
     def tools(self) -> list[gr.components.Component]:
@@ -113,8 +123,9 @@ def _layout() -> ToolsTabUI:
                 stop = gr.Button("■ Stop", variant="stop", scale=1, min_width=80, visible=False,
                                  elem_id="m3-tools-stop")
             with gr.Row():
-                gr.Examples(EXAMPLES, [message], label="Try")
-                clear = gr.Button("Clear", size="sm", scale=0, min_width=80, elem_id="m3-tools-clear")
+                regenerate = gr.Button("↻ Regenerate", size="sm", elem_id="m3-tools-regenerate")
+                clear = gr.Button("Clear", size="sm", elem_id="m3-tools-clear")
+            gr.Examples(EXAMPLES, [message], label="Try")
         with gr.Column(scale=2, min_width=280, elem_classes=["m3-settings"]):
             tool_picker = gr.CheckboxGroup(names, value=names, label="Tools offered to the model",
                                            elem_id="m3-tool-picker")
@@ -129,6 +140,13 @@ def _layout() -> ToolsTabUI:
                                       info="requests to the model per question")
                 tool_timeout = gr.Slider(1, 60, value=DEFAULT_OPTIONS.tool_timeout_s, step=1,
                                          label="Tool timeout (s)")
+            # No minimum/maximum here: Gradio would refuse a bad value with an error over the chat; the handler
+            # says what to fix instead and leaves the page as it was.
+            stall_seconds = gr.Number(DEFAULT_SETTINGS.stall_seconds, label="Stall limit (s)",
+                                      info=f"an answer is given up after this long with nothing from the engine "
+                                           f"({MIN_STALL_SECONDS:g}–{MAX_STALL_SECONDS:g}; raise it for long "
+                                           f"prompts: they are silent until the first token)",
+                                      elem_id="m3-tools-stall")
             with gr.Accordion("Tool schemas sent to the model", open=False):
                 schemas = gr.Code(_schemas_json(names, ()), language="json", interactive=False, show_label=False)
             with gr.Accordion("Custom tool (JSON schema + result template)", open=False):
@@ -138,16 +156,15 @@ def _layout() -> ToolsTabUI:
                     add_tool = gr.Button("Add / replace tool", size="sm", elem_id="m3-add-tool")
                     remove_tool = gr.Dropdown([], label="Remove a custom tool", scale=1, min_width=120)
                 custom_status = gr.Markdown("`$name` in the template is replaced by the argument's value.")
-    return ToolsTabUI(chat, custom_specs, chatbot, message, send, stop, clear, approval, approval_text, approve, deny,
-                      tool_picker, tool_choice, thinking_mode, require_approval, max_steps, tool_timeout, schemas,
-                      custom_json, add_tool, remove_tool, custom_status)
+    return ToolsTabUI(chat, custom_specs, chatbot, message, send, stop, regenerate, clear, approval, approval_text,
+                      approve, deny, tool_picker, tool_choice, thinking_mode, require_approval, max_steps, tool_timeout,
+                      stall_seconds, schemas, custom_json, add_tool, remove_tool, custom_status)
 
 
 def _wire(ui: ToolsTabUI, tools: ToolsController) -> None:
-    asked = [ui.message, ui.chat, ui.custom_specs, ui.tool_picker, ui.tool_choice, ui.thinking_mode,
-             ui.require_approval, ui.max_steps, ui.tool_timeout]
-    gr.on([ui.message.submit, ui.send.click], tools.send, asked, ui.view, concurrency_limit=None,
-          show_progress="hidden")
+    streaming = {"concurrency_limit": None, "show_progress": "hidden"}
+    gr.on([ui.message.submit, ui.send.click], tools.send, [ui.message, ui.chat, *ui.settings], ui.view, **streaming)
+    ui.regenerate.click(tools.regenerate, [ui.chat, *ui.settings], ui.view, **streaming)
     ui.stop.click(tools.stop, None, None, queue=False)
     ui.approve.click(tools.approve, None, ui.approval, queue=False)
     ui.deny.click(tools.deny, None, ui.approval, queue=False)
@@ -171,6 +188,11 @@ def _approval_prompt(call: CallView) -> str:
     return f"**Run `{name}`?** The model wants to call it with:\n\n{arguments}"
 
 
+# What a handler with nothing to do returns for ToolsTabUI.view: every component stays exactly as it was (a
+# streaming handler that yields nothing blanks them all).
+UNCHANGED: tuple[object, ...] = tuple(gr.skip() for _ in range(9))
+
+
 class ToolsController:
     def __init__(self, runner: ChatRunner) -> None:
         self._runner = runner
@@ -180,7 +202,7 @@ class ToolsController:
         """Values for ToolsTabUI.view."""
         return (chat, render(transcript(chat)) if chatbot is None else chatbot,
                 gr.skip() if message is None else message, gr.update(visible=not busy), gr.update(visible=busy),
-                gr.update(interactive=not busy), *self._approval(awaiting))
+                gr.update(interactive=not busy), gr.update(interactive=not busy), *self._approval(awaiting))
 
     @staticmethod
     def _approval(awaiting: CallView | None) -> tuple[object, object]:
@@ -189,7 +211,7 @@ class ToolsController:
         return gr.update(visible=True), _approval_prompt(awaiting)
 
     def frame(self, chatbot: list[gr.ChatMessage], awaiting: CallView | None) -> tuple[object, ...]:
-        return (gr.skip(), chatbot, gr.skip(), gr.skip(), gr.skip(), gr.skip(), *self._approval(awaiting))
+        return (gr.skip(), chatbot, *(gr.skip() for _ in range(5)), *self._approval(awaiting))
 
     def clear(self, chat: SavedChat) -> tuple[object, ...]:
         return self.show(chat.cleared())
@@ -231,18 +253,50 @@ class ToolsController:
 
     def send(self, text: str, chat: SavedChat, specs: tuple[str, ...], selected: list[str], choice: str,
              thinking_mode: str, require_approval: bool, max_steps: float, tool_timeout: float,
-             request: gr.Request) -> Iterator[tuple[object, ...]]:
-        settings = settings_from_form(thinking_mode)
-        try:
-            options = LoopOptions(tool_choice_from(choice, selected), int(max_steps), float(tool_timeout))
-        except (ToolSetupError, ValueError) as exc:
-            raise gr.Error(f"Fix the tool settings before sending: {exc}", title="Invalid tool setting") from exc
-        if not text.strip():
+             stall_seconds: float | None, request: gr.Request) -> Iterator[tuple[object, ...]]:
+        form = self.settings(selected, choice, thinking_mode, max_steps, tool_timeout, stall_seconds)
+        if form is not None and not text.strip():
             gr.Warning("Type a message first.")
+            form = None
+        if form is None:
+            yield UNCHANGED
             return
         chat = chat.with_conversation(chat.conversation.ask(text.strip()))
-        answer = AnswerRequest(chat, settings, options, selected_registry(selected, specs), require_approval)
-        saved = render(transcript(chat))
+        yield from self._answer(AnswerRequest(chat, *form, selected_registry(selected, specs), require_approval),
+                                request)
+
+    def regenerate(self, chat: SavedChat, specs: tuple[str, ...], selected: list[str], choice: str,
+                   thinking_mode: str, require_approval: bool, max_steps: float, tool_timeout: float,
+                   stall_seconds: float | None, request: gr.Request) -> Iterator[tuple[object, ...]]:
+        """A new answer to the last question: its old answer, tool calls and results are dropped first."""
+        form = self.settings(selected, choice, thinking_mode, max_steps, tool_timeout, stall_seconds)
+        question = chat.before_last_answer()
+        if form is not None and question is None:
+            gr.Warning("Nothing to regenerate yet: send a message first.")
+            form = None
+        if form is None or question is None:
+            yield UNCHANGED
+            return
+        yield from self._answer(AnswerRequest(question, *form, selected_registry(selected, specs), require_approval),
+                                request)
+
+    @staticmethod
+    def settings(selected: list[str], choice: str, thinking_mode: str, max_steps: float, tool_timeout: float,
+                 stall_seconds: float | None) -> tuple[GenerationSettings, LoopOptions] | None:
+        """The form's settings, or None after a warning that says what to fix (a raised gr.Error would also
+        cover the chat with an error badge; nothing is sent or changed either way)."""
+        try:
+            settings = settings_from_form(thinking_mode, stall_seconds=stall_seconds)
+            return settings, LoopOptions(tool_choice_from(choice, selected), int(max_steps), float(tool_timeout))
+        except gr.Error as exc:
+            gr.Warning(exc.message, title=exc.title)
+        except (ToolSetupError, ValueError) as exc:
+            gr.Warning(f"Fix the tool settings before sending: {exc}", title="Invalid tool setting")
+        return None
+
+    def _answer(self, answer: AnswerRequest, request: gr.Request) -> Iterator[tuple[object, ...]]:
+        chat = answer.chat
+        saved = render(transcript(chat))  # rendered once: only the live answer changes while it streams
         try:
             for update in self._runner.answer(session_key(request), answer):
                 if update.phase == "started":
@@ -255,3 +309,4 @@ class ToolsController:
                     yield self.show(update.chat, message="")
         except SessionBusy as exc:
             gr.Warning(f"An answer is still streaming in this page: {exc}.")
+            yield UNCHANGED
