@@ -1,24 +1,34 @@
 """The saved chats of one browser: several conversations, one active, plus the notes the chat shows.
 
-The UI keeps a ChatLibrary per browser session and mirrors it into the browser's localStorage (Gradio's
-BrowserState) as plain JSON: `to_state()` / `from_state()`. What comes back from a browser is untrusted
-and may be from an older version: anything unreadable is skipped, never raised.
+The UI keeps a ChatLibrary per page and mirrors it into the browser's localStorage, one record per chat
+(`chat_record`), so that pages open side by side never overwrite each other's chats. Each record carries a
+hash of its contents and the hash of the version it replaces ("base"): the page script writes a record only
+over the version it was made from, and saves it as a copy otherwise (assets/js/chat.js), so no page can lose
+another page's work. What comes back from a browser is untrusted and may be from an older version: anything
+unreadable is skipped, never raised.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
-import secrets
 import time
 import uuid
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from pathlib import Path
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Literal, get_args
 
-from m3ui.conversation import Conversation, ConversationFormatError, UserTurn, from_json, to_json, to_markdown
+from m3ui.conversation import (
+    AssistantTurn,
+    Conversation,
+    ConversationFormatError,
+    UserTurn,
+    from_json,
+    to_json,
+    to_markdown,
+)
 
 log = logging.getLogger(__name__)
 
@@ -27,9 +37,11 @@ log = logging.getLogger(__name__)
 NoteKind = Literal["error", "stopped", "cut", "info"]
 NOTE_KINDS: tuple[NoteKind, ...] = get_args(NoteKind)
 DEFAULT_TITLE = "New chat"
-TITLE_CHARS = 48
-STATE_VERSION = 1
-# A chat's id names its export folder on the server (export_files), and ids come back from the browser.
+TITLE_CHARS = 40
+RECORD_VERSION = 1
+MAX_CHATS = 1000  # read from one browser; beyond that the oldest are left in storage, unread
+EXPORT_MAX_CHARS = 8_000_000  # an export is built in memory and sent to the page: bounded
+# Ids come back from the browser and name localStorage keys: a plain token, never a path or markup.
 CHAT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
@@ -72,12 +84,62 @@ class SavedChat:
         return replace(self, conversation=kept, notes=tuple(n for n in self.notes if n.after_turn < last))
 
     def cleared(self) -> SavedChat:
-        return replace(self, conversation=Conversation((), self.conversation.system_prompt), notes=(),
+        return self._cut(0)
+
+    def user_turn_index(self, ordinal: int) -> int | None:
+        """Position in the turns of the `ordinal`-th question (0-based), None when there is no such one."""
+        questions = [i for i, turn in enumerate(self.conversation.turns) if isinstance(turn, UserTurn)]
+        return questions[ordinal] if 0 <= ordinal < len(questions) else None
+
+    def edited(self, turn_index: int, text: str) -> SavedChat:
+        """The question at `turn_index` replaced by `text`, and everything after it dropped (to be answered anew)."""
+        cut = self._cut(turn_index)
+        return replace(cut, conversation=cut.conversation.ask(text))
+
+    def retried(self, turn_index: int) -> SavedChat:
+        """Cut back to the question at `turn_index`: its answer and every later turn dropped."""
+        return self._cut(turn_index + 1)
+
+    def without_exchange(self, turn_index: int) -> SavedChat:
+        """The question at `turn_index` and its answer (up to the next question) removed; later turns kept."""
+        turns = self.conversation.turns
+        end = next((i for i in range(turn_index + 1, len(turns)) if isinstance(turns[i], UserTurn)), len(turns))
+        removed = end - turn_index
+        notes = tuple(n if n.after_turn < turn_index else replace(n, after_turn=n.after_turn - removed)
+                      for n in self.notes if not turn_index <= n.after_turn < end)
+        kept = Conversation(turns[:turn_index] + turns[end:], self.conversation.system_prompt)
+        return replace(self, conversation=kept, notes=notes, updated_at=time.time())
+
+    def _cut(self, keep: int) -> SavedChat:
+        """The first `keep` turns and the notes that follow them."""
+        kept = Conversation(self.conversation.turns[:keep], self.conversation.system_prompt)
+        return replace(self, conversation=kept, notes=tuple(n for n in self.notes if n.after_turn < keep),
                        updated_at=time.time())
+
+    def matches(self, query: str) -> bool:
+        """Whether the title or any text of the chat contains `query` (case-insensitive)."""
+        needle = query.casefold()
+        return needle in self.title.casefold() or any(needle in text.casefold() for text in _texts(self))
+
+
+def _texts(chat: SavedChat) -> Iterable[str]:
+    yield chat.conversation.system_prompt
+    for turn in chat.conversation.turns:
+        if isinstance(turn, UserTurn | AssistantTurn):
+            yield turn.content
+    yield from (note.text for note in chat.notes)
+
+
+_FENCED_BLOCK = re.compile(r"(`{3,}|~{3,}).*?(\1|$)", re.DOTALL)
+_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_EMPHASIS = re.compile(r"(\*\*|__|~~|\*|_)(?=\S)(.+?)(?<=\S)\1")
+_LINE_MARKS = re.compile(r"^\s*(?:#{1,6}|>+|[-+*]|\d+[.)])\s+|`+|\|", re.MULTILINE)
 
 
 def title_from(text: str) -> str:
-    line = " ".join(text.split())
+    """A short, plain one-line title: code blocks, link targets and Markdown marks dropped ("6*7" stays)."""
+    plain = _LINE_MARKS.sub(" ", _EMPHASIS.sub(r"\2", _LINK.sub(r"\1", _FENCED_BLOCK.sub(" ", text))))
+    line = " ".join(plain.split())
     return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1].rstrip() + "…"
 
 
@@ -86,11 +148,25 @@ def new_chat(system_prompt: str = "") -> SavedChat:
 
 
 @dataclass(frozen=True)
+class Undo:
+    """What the last destructive action (delete, clear, edit, retry, removing a message) can put back."""
+
+    label: str  # e.g. 'deleted “Trip plan”'
+    chat: SavedChat  # the chat as it was
+
+
+@dataclass(frozen=True)
 class ChatLibrary:
-    """Immutable; `chats` most recently updated first. There is always at least one chat, and it is active."""
+    """Immutable; `chats` most recently updated first. There is always at least one chat, and it is active.
+
+    `stored` maps each chat id to the hash of the version this page knows the browser holds, so `outbox()` can
+    say what to write (and over which version) and which chats this page deleted."""
 
     chats: tuple[SavedChat, ...]
     active_id: str
+    stored: Mapping[str, str] = field(default_factory=dict)
+    undo: Undo | None = None
+    query: str = ""  # the page's search: choices() lists the chats that match it
 
     @classmethod
     def fresh(cls) -> ChatLibrary:
@@ -102,13 +178,18 @@ class ChatLibrary:
         return next((c for c in self.chats if c.id == self.active_id), self.chats[0])
 
     def choices(self) -> list[tuple[str, str]]:
-        """(title, id) of every chat, for a picker."""
-        return [(chat.title, chat.id) for chat in self.chats]
+        """(title, id) of every chat matching the search (all when there is none), newest first, for a picker."""
+        query = self.query.strip()
+        return [(chat.title, chat.id) for chat in self.chats if not query or chat.matches(query)]
 
     def put(self, chat: SavedChat) -> ChatLibrary:
         """Store `chat` (new or changed) first in the list and make it the active one."""
         others = tuple(c for c in self.chats if c.id != chat.id)
-        return ChatLibrary((chat, *others), chat.id)
+        return replace(self, chats=(chat, *others), active_id=chat.id)
+
+    def put_undoable(self, chat: SavedChat, label: str) -> ChatLibrary:
+        """Like put, remembering the active chat as it was so that Undo can bring it back."""
+        return replace(self.put(chat), undo=Undo(label, self.active))
 
     def start_new(self, system_prompt: str = "") -> ChatLibrary:
         """Reuse the active chat when it is still empty, else add an empty one."""
@@ -124,39 +205,81 @@ class ChatLibrary:
         return replace(self, chats=tuple(replace(c, title=title) if c.id == chat_id else c for c in self.chats))
 
     def delete(self, chat_id: str) -> ChatLibrary:
+        gone = next((c for c in self.chats if c.id == chat_id), None)
         rest = tuple(c for c in self.chats if c.id != chat_id)
+        undo = Undo(f"deleted “{gone.title}”", gone) if gone is not None and gone.conversation.turns else self.undo
         if not rest:
-            return ChatLibrary.fresh()
+            fresh = new_chat()
+            return replace(self, chats=(fresh,), active_id=fresh.id, undo=undo)
         active = self.active_id if self.active_id != chat_id else rest[0].id
-        return ChatLibrary(rest, active)
+        return replace(self, chats=rest, active_id=active, undo=undo)
 
-    def to_state(self) -> dict[str, object]:
-        """JSON-serializable form for the browser's localStorage."""
-        return {"version": STATE_VERSION, "active": self.active_id, "chats": [_chat_record(c) for c in self.chats]}
+    def undone(self) -> ChatLibrary:
+        """The last destructive action taken back (the chat restored as it was and made active)."""
+        if self.undo is None:
+            return self
+        return replace(self.put(self.undo.chat), undo=None)
+
+    def outbox(self) -> tuple[list[dict[str, object]], ChatLibrary]:
+        """The records the browser must write (changed chats, and deletions as {"id", "deleted", "base"}),
+        and the library that knows they are written. A new chat with nothing in it is not stored yet."""
+        writes: list[dict[str, object]] = []
+        stored: dict[str, str] = {}
+        for chat in self.chats:
+            base = self.stored.get(chat.id)
+            if base is None and not chat.conversation.turns:
+                continue
+            record = chat_record(chat)
+            stored[chat.id] = record["hash"]  # type: ignore[assignment]
+            if record["hash"] != base:
+                writes.append({**record, "base": base})
+        writes.extend({"id": chat_id, "deleted": True, "base": base}
+                      for chat_id, base in self.stored.items() if chat_id not in stored)
+        return writes, replace(self, stored=stored)
 
     @classmethod
-    def from_state(cls, state: object) -> ChatLibrary:
-        if not isinstance(state, Mapping) or state.get("version") != STATE_VERSION:
-            return cls.fresh()
-        records = state.get("chats")
-        chats = tuple(chat for r in records if (chat := _chat_from_record(r)) is not None) if isinstance(
-            records, list) else ()
+    def from_records(cls, records: object, active_id: str | None = None,
+                     unsaved: Sequence[SavedChat] = ()) -> ChatLibrary:
+        """The chats the browser holds (its records, untrusted) plus this page's `unsaved` ones (never written),
+        newest first; `active_id` stays active when it is among them."""
+        stored: dict[str, str] = {}
+        chats: list[SavedChat] = []
+        for record in records[:MAX_CHATS] if isinstance(records, list) else ():
+            chat = chat_from_record(record)
+            if chat is not None and chat.id not in stored:
+                stored[chat.id] = str(record["hash"])  # the key's version, as the browser holds it
+                chats.append(chat)
+        chats.extend(c for c in unsaved if c.id not in stored)
         if not chats:
             return cls.fresh()
-        active = state.get("active")
-        return cls(chats, active if any(c.id == active for c in chats) else chats[0].id)
+        chats.sort(key=lambda c: c.updated_at, reverse=True)
+        active = active_id if any(c.id == active_id for c in chats) else chats[0].id
+        return cls(tuple(chats), active, stored)
+
+    def synced(self, records: object, moved: Mapping[str, str] | None = None) -> ChatLibrary:
+        """This page's library after the browser's records changed (another page wrote, or a record of this
+        page was saved as a copy: `moved` maps its id to the copy's). Unsaved chats, Undo and the search are kept."""
+        unsaved = [c for c in self.chats if c.id not in self.stored]
+        active = (moved or {}).get(self.active_id, self.active_id)
+        return replace(ChatLibrary.from_records(records, active, unsaved), undo=self.undo, query=self.query)
 
 
-def _chat_record(chat: SavedChat) -> dict[str, object]:
-    return {"id": chat.id, "title": chat.title, "updated_at": chat.updated_at,
-            "conversation": json.loads(to_json(chat.conversation)),
-            "notes": [[n.after_turn, n.kind, n.text] for n in chat.notes]}
+def chat_record(chat: SavedChat) -> dict[str, object]:
+    """A chat as the browser stores it: plain JSON with a hash of its contents. Text that cannot be encoded
+    (a lone surrogate) is replaced, so a record can always be sent and stored."""
+    record = {"v": RECORD_VERSION, "id": chat.id, "title": chat.title, "updated_at": chat.updated_at,
+              "conversation": json.loads(to_json(chat.conversation)),
+              "notes": [[n.after_turn, n.kind, n.text] for n in chat.notes]}
+    text = json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8", "replace").decode("utf-8")
+    return {**json.loads(text), "hash": hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]}
 
 
-def _chat_from_record(record: object) -> SavedChat | None:
+def chat_from_record(record: object) -> SavedChat | None:
     try:
         if not isinstance(record, Mapping):
             raise TypeError("not an object")
+        if record.get("v") != RECORD_VERSION or not isinstance(record.get("hash"), str):
+            raise ValueError(f"not a version {RECORD_VERSION} chat record")
         chat_id = str(record["id"])
         if not CHAT_ID.fullmatch(chat_id):
             raise ValueError(f"unusable chat id {chat_id[:80]!r}")
@@ -170,35 +293,14 @@ def _chat_from_record(record: object) -> SavedChat | None:
         return None
 
 
-def browser_state_secret(data_dir: Path) -> str:
-    """The key Gradio's BrowserState obfuscates localStorage with, kept in the data folder so that saved
-    chats survive an app restart. (It is sent to the browser: it hides nothing from the user.)"""
-    path = data_dir / "browser_state.key"
-    try:
-        secret = path.read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        secret = ""
-    if not secret:
-        secret = secrets.token_urlsafe(24)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(secret, encoding="utf-8")
-    return secret
-
-
-def export_files(chat: SavedChat, folder: Path) -> tuple[Path, Path]:
-    """Write the chat as Markdown (to read) and JSON (to load back) under `folder`; (markdown, json) paths.
-
-    Each file is replaced atomically: the same chat open in two pages may export at the same moment."""
+def export_documents(chat: SavedChat) -> dict[str, dict[str, str]]:
+    """The chat as Markdown (to read) and JSON (to load back), for the page to download: {"md": {"name",
+    "text"}, "json": {...}}. Built in memory on request, never written to the server's disk."""
     slug = re.sub(r"[^a-z0-9]+", "-", chat.title.lower()).strip("-")[:40] or "chat"
-    target = folder / chat.id
-    target.mkdir(parents=True, exist_ok=True)
-    markdown, document = target / f"{slug}.md", target / f"{slug}.json"
-    for path, text in ((markdown, f"# {chat.title}\n\n" + to_markdown(chat.conversation)),
-                       (document, to_json(chat.conversation))):
-        partial = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
-        partial.write_text(text, encoding="utf-8")
-        partial.replace(path)
-    for old in target.iterdir():  # a renamed chat must not leave its old files behind
-        if old not in (markdown, document) and not old.name.startswith("."):
-            old.unlink(missing_ok=True)
-    return markdown, document
+    documents = {"md": f"# {chat.title}\n\n" + to_markdown(chat.conversation), "json": to_json(chat.conversation)}
+    for kind, text in documents.items():
+        if len(text) > EXPORT_MAX_CHARS:
+            raise ValueError(f"the chat is too long to export as {kind} ({len(text):,} characters; the limit is "
+                             f"{EXPORT_MAX_CHARS:,}): delete some messages or split the chat")
+    return {kind: {"name": f"{slug}.{kind}", "text": text.encode("utf-8", "replace").decode("utf-8")}
+            for kind, text in documents.items()}

@@ -4,7 +4,6 @@ settings refused before sending, stop, regenerate, the engine not being ready, a
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 import gradio as gr
 import pytest
@@ -12,12 +11,15 @@ import pytest
 from m3ui.chat_session import ChatRunner
 from m3ui.client import EndpointConfig
 from m3ui.conversation_store import ChatLibrary
-from m3ui.ui.chat_view import ChatController
+from m3ui.ui.chat.controller import ChatController
+from m3ui.ui.chat.view_slots import SLOTS
 from tests.sse_replay import ReplayServer, SseReply, answer_reply, chunk
 
-SETTINGS = ("enabled", 0.6, 0.95, 4096, False, "Be brief.")  # thinking, temperature, top-p, max tokens, keep, system
+# thinking, temperature, top-p, max tokens, stall limit, keep reasoning, system prompt
+SETTINGS = ("enabled", 0.6, 0.95, 4096, 60, False, "Be brief.")
 SKIP = gr.skip()
-CHATBOT, MESSAGE, SEND, STOP = 2, 8, 9, 10
+LIBRARY, OUTBOX, CHATBOT, MESSAGE, SEND, STOP = (SLOTS.index(name) for name in
+                                                 ("library", "outbox", "chatbot", "message", "send", "stop"))
 
 
 def controller(server: ReplayServer | None) -> ChatController:
@@ -35,7 +37,7 @@ def test_send_streams_frames_that_touch_only_the_chatbot_then_saves_the_answer()
         body = server.requests[0]
     started, *frames, final = updates
     assert started[MESSAGE] == "" and started[SEND]["visible"] is False and started[STOP]["visible"] is True
-    saved_question = ChatLibrary.from_state(started[1])  # the browser copy has the question already
+    saved_question = ChatLibrary.from_records(started[OUTBOX])  # the browser gets the question already
     assert saved_question.active.conversation.turns[0].content == "What is 6*7?"
     assert frames, "the answer must show while it streams"
     for frame in frames:
@@ -45,22 +47,25 @@ def test_send_streams_frames_that_touch_only_the_chatbot_then_saves_the_answer()
     assert chat.conversation.system_prompt == "Be brief." and chat.title == "What is 6*7?"
     assert chat.conversation.turns[-1].content == "The answer is 42." * 20
     assert final[SEND]["visible"] is True and final[STOP]["visible"] is False
-    assert ChatLibrary.from_state(final[1]) == library
+    (record,) = final[OUTBOX]  # the answer, written over the question's version
+    assert record["base"] == started[OUTBOX][0]["hash"] and record["hash"] == library.stored[chat.id]
+    assert ChatLibrary.from_records(final[OUTBOX]).active == chat
     shown = final[CHATBOT]
     assert shown[1].metadata["title"].startswith("Thought for") and shown[1].metadata["status"] == "done"
     assert "TTFT" in shown[2].content
-    markdown, document = (Path(button["value"]) for button in final[6:8])
-    assert "six sevens" in markdown.read_text() and document.suffix == ".json"
+    markdown = controller(None).export(library, "md")
+    assert "six sevens" in markdown["text"] and markdown["name"] == "what-is-6-7.md"
     assert body["chat_template_kwargs"] == {"thinking_mode": "enabled"}
     assert body["messages"][0] == {"role": "system", "content": "Be brief."}
 
 
 def test_invalid_settings_are_refused_before_anything_is_sent_or_cleared():
     with ReplayServer([]) as server:
-        handler = controller(server).send("hi", ChatLibrary.fresh(), "enabled", 0.6, 0.0, 4096, False, "", request())
+        handler = controller(server).send("hi", ChatLibrary.fresh(), "enabled", 0.6, 0.0, 4096, 60, False, "",
+                                          request())
         with pytest.raises(gr.Error, match="top_p"):
             next(handler)
-        handler = controller(server).send("hi", ChatLibrary.fresh(), "sometimes", 0.6, 0.9, 4096, False, "",
+        handler = controller(server).send("hi", ChatLibrary.fresh(), "sometimes", 0.6, 0.9, 4096, 60, False, "",
                                           request())
         with pytest.raises(gr.Error, match="thinking mode"):
             next(handler)
@@ -113,10 +118,10 @@ def test_streaming_listeners_have_no_concurrency_limit_of_one(tmp_path):
     finally:
         services.close()
     streaming = [fn for fn in demo.fns.values() if fn.fn is not None and getattr(fn.fn, "__name__", "") in
-                 ("send", "regenerate")]
-    assert len(streaming) == 3
+                 ("send", "regenerate", "edit", "retry_from")]
+    assert len(streaming) >= 5  # the chat tab's four and the tools tab's
     assert all(fn.concurrency_limit is None for fn in streaming)
-    assert chat_ui.store.storage_key == "m3ui-chats-v1"
+    assert chat_ui.stall_seconds.label == "Stall limit (s)"
 
 
 def test_pages_that_never_loaded_a_library_each_get_their_own():
@@ -128,7 +133,7 @@ def test_pages_that_never_loaded_a_library_each_get_their_own():
 
 @pytest.mark.parametrize("keep", [False, True])
 def test_earlier_reasoning_goes_back_to_the_model_only_when_asked(keep):
-    settings = (*SETTINGS[:4], keep, SETTINGS[5])
+    settings = (*SETTINGS[:5], keep, SETTINGS[6])
     with ReplayServer([answer_reply("42", reasoning="six sevens"), answer_reply("ok")]) as server:
         chat = controller(server)
         library = list(chat.send("6*7?", ChatLibrary.fresh(), *settings, request()))[-1][0]
@@ -138,16 +143,78 @@ def test_earlier_reasoning_goes_back_to_the_model_only_when_asked(keep):
     assert ("reasoning_content" in earlier) is keep
 
 
-def test_a_chat_id_from_the_browser_cannot_point_the_export_outside_its_folder(tmp_path):
-    """The saved chats come from the browser (or any API client): an id that is a path must not make the
-    export write into, or clear, a folder of the server."""
-    victim = tmp_path / "victim"
-    victim.mkdir()
-    (victim / "keep.txt").write_text("precious")
+def test_a_chat_id_from_the_browser_is_a_plain_token():
+    """The saved chats come from the browser (or any API client): an id that is a path or markup is refused."""
     library = ChatLibrary.fresh()
-    state = library.put(library.active.with_conversation(library.active.conversation.ask("hi"))).to_state()
-    for bad_id in (str(victim), "../../victim"):
-        state["chats"][0]["id"] = bad_id
-        shown = controller(None).load(state)
-        assert shown[0].active.id != bad_id
-    assert [p.name for p in victim.iterdir()] == ["keep.txt"]
+    library = library.put(library.active.with_conversation(library.active.conversation.ask("hi")))
+    writes, _ = library.outbox()
+    for bad_id in ("/etc/victim", "../../victim", "<img src=x>"):
+        shown = controller(None).load({"records": [{**writes[0], "id": bad_id}]})
+        assert shown[LIBRARY].active.id != bad_id
+
+
+def answered(chat: ChatController, *questions: str) -> ChatLibrary:
+    library = ChatLibrary.fresh()
+    for question in questions:
+        library = list(chat.send(question, library, *SETTINGS, request()))[-1][LIBRARY]
+    return library
+
+
+@pytest.mark.parametrize("handler", ["send", "regenerate"])
+def test_a_handler_with_nothing_to_do_leaves_every_component_as_it_was(handler):
+    """Issue 10 #1: an empty Send or a Regenerate on an empty chat used to blank every label of the tab."""
+    chat = controller(None)
+    updates = list(chat.send("   ", ChatLibrary.fresh(), *SETTINGS, request()) if handler == "send"
+                   else chat.regenerate(ChatLibrary.fresh(), *SETTINGS, request()))
+    assert updates and all(value == SKIP for update in updates for value in update)
+
+
+def test_stall_limit_from_the_form_is_checked_before_sending():
+    with ReplayServer([]) as server:
+        handler = controller(server).send("hi", ChatLibrary.fresh(), "enabled", 0.6, 0.9, 4096, 0, False, "",
+                                          request())
+        with pytest.raises(gr.Error, match="stall_seconds"):
+            next(handler)
+    assert server.requests == []
+
+
+def test_editing_an_earlier_question_resends_from_there_and_undo_brings_the_old_answers_back():
+    with ReplayServer([answer_reply("A1"), answer_reply("A2"), answer_reply("B1")]) as server:
+        chat = controller(server)
+        library = answered(chat, "first", "second")
+        edit = gr.EditData(None, {"index": 0, "previous_value": "first", "value": "FIRST"})
+        final = list(chat.edit(library, *SETTINGS, edit, request()))[-1]
+        assert [m["content"] for m in server.requests[2]["messages"][1:]] == ["FIRST"]
+    edited = final[LIBRARY]
+    assert [t.content for t in edited.active.conversation.turns] == ["FIRST", "B1"]
+    assert final[SLOTS.index("undo")]["visible"] is True
+    restored = chat.undo(edited)[LIBRARY]
+    assert [t.content for t in restored.active.conversation.turns] == ["first", "A1", "second", "A2"]
+
+
+def test_retry_from_a_chosen_question_and_removing_one_exchange():
+    with ReplayServer([answer_reply("A1"), answer_reply("A2"), answer_reply("A1 again")]) as server:
+        chat = controller(server)
+        library = answered(chat, "first", "second")
+        shown = chat.show(library)[CHATBOT]
+        turn, actions, _ = chat.select(library, gr.SelectData(None, {"index": 1, "value": shown[1].content}))
+        assert turn == 0 and actions["visible"] is True  # a click on the first answer picks the first question
+        final = list(chat.retry_from(library, turn, *SETTINGS, request()))[-1]
+    assert [t.content for t in final[LIBRARY].active.conversation.turns] == ["first", "A1 again"]
+    removed = chat.delete_exchange(library, 0)[LIBRARY]
+    assert [t.content for t in removed.active.conversation.turns] == ["second", "A2"]
+
+
+def test_a_message_typed_while_an_answer_streams_is_not_wiped_when_it_ends():
+    with ReplayServer([answer_reply("done")]) as server:
+        updates = list(controller(server).send("q", ChatLibrary.fresh(), *SETTINGS, request()))
+    assert updates[0][MESSAGE] == "" and all(update[MESSAGE] == SKIP for update in updates[1:])
+
+
+def test_an_error_inside_a_turn_ends_it_with_a_note_and_the_page_idle():
+    chat = controller(None)
+    chat._runner.answer = lambda *_: (_ for _ in ()).throw(UnicodeEncodeError("utf-8", "x", 0, 1, "bad"))
+    (final,) = chat.send("hi \ud83d there", ChatLibrary.fresh(), *SETTINGS, request())
+    assert final[SEND]["visible"] is True and final[STOP]["visible"] is False
+    assert "internal error" in final[CHATBOT][-1].content
+    assert final[LIBRARY].active.conversation.turns[0].content == "hi ? there"

@@ -1,0 +1,150 @@
+// The Chat tab's page script (m3ui/ui/chat_view.py calls window.m3uiChats):
+// - saved chats: one localStorage key per chat. A record is written only over the version it was made from
+//   (its "base" hash); when another page of this browser changed that chat meanwhile, ours is kept as a copy.
+//   Either way nothing any page wrote is lost. A change by another page makes this page merge them in (sync).
+// - exports arrive as text and are handed to the browser as a download (nothing is written on the server);
+// - Esc stops a streaming answer; Enter while one streams queues the message visibly and sends it after;
+// - at phone width the chat list is a drawer.
+(() => {
+  const PREFIX = "m3ui-chat:";
+  const FULL = "This browser's storage is full: the latest change is not saved. Export the chat, or delete old chats.";
+  let moved = {}; // chat id -> id of the copy ours was saved as, for the next sync
+  let syncWanted = false;
+  let queued = false;
+
+  const $ = (selector) => document.querySelector(selector);
+  const visible = (element) => !!element && element.offsetParent !== null;
+  const streaming = () => visible($("#m3-stop"));
+
+  function stored(id) {
+    try { return JSON.parse(localStorage.getItem(PREFIX + id)); } catch (e) { return null; }
+  }
+
+  function read() {
+    const records = [];
+    for (let i = 0; i < localStorage.length; i++) {
+      const key = localStorage.key(i);
+      if (key && key.startsWith(PREFIX)) {
+        const record = stored(key.slice(PREFIX.length));
+        if (record) records.push(record);
+      }
+    }
+    const reply = {records, moved};
+    moved = {};
+    return reply;
+  }
+
+  function newId() {
+    return Array.from(crypto.getRandomValues(new Uint8Array(6)), (b) => b.toString(16).padStart(2, "0")).join("");
+  }
+
+  function write(batch) {
+    if (!Array.isArray(batch)) return;
+    let merge = false;
+    try {
+      for (const { base, ...record } of batch) {
+        if (!record || typeof record.id !== "string") continue;
+        const now = stored(record.id);
+        if (record.deleted) {
+          if (now && now.hash !== base) merge = true; // changed elsewhere since this page saw it: kept
+          else localStorage.removeItem(PREFIX + record.id);
+        } else if (!now || now.hash === record.hash || now.hash === base) {
+          localStorage.setItem(PREFIX + record.id, JSON.stringify(record));
+        } else { // another page changed this chat since this page read it: keep both
+          const copy = { ...record, id: newId(), title: "Copy: " + record.title };
+          localStorage.setItem(PREFIX + copy.id, JSON.stringify(copy));
+          moved[record.id] = copy.id;
+          merge = true;
+        }
+      }
+      warn("");
+    } catch (e) {
+      warn(FULL);
+    }
+    if (merge) requestSync();
+  }
+
+  function warn(text) {
+    let note = $("#m3-storage-warning");
+    const sidebar = $("#m3-sidebar");
+    if (!note && text && sidebar) {
+      note = document.createElement("div");
+      note.id = "m3-storage-warning";
+      note.className = "m3-note m3-note-error";
+      sidebar.prepend(note);
+    }
+    if (note) { note.textContent = text; note.hidden = !text; }
+  }
+
+  // A sync while this page streams would be overwritten by the answer's last update: wait for the end.
+  function requestSync() { syncWanted = true; }
+
+  function download(doc) {
+    if (!doc || typeof doc.name !== "string") return;
+    const type = doc.kind === "json" ? "application/json" : "text/markdown";
+    const url = URL.createObjectURL(new Blob([doc.text], { type: type + ";charset=utf-8" }));
+    const link = document.createElement("a");
+    link.href = url;
+    link.download = doc.name;
+    document.body.appendChild(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60000);
+  }
+
+  function toggleDrawer(open) {
+    const sidebar = $("#m3-sidebar");
+    if (sidebar) sidebar.classList.toggle("m3-open", open);
+  }
+
+  function showQueued(on) {
+    queued = on;
+    const composer = $("#m3-message") && $("#m3-message").closest(".m3-composer");
+    if (!composer) return;
+    let note = $("#m3-queued");
+    if (!note) {
+      note = document.createElement("div");
+      note.id = "m3-queued";
+      note.className = "m3-queued";
+      note.textContent = "Queued: your message is sent when this answer ends (Esc stops the answer).";
+      composer.after(note);
+    }
+    note.hidden = !on;
+  }
+
+  window.addEventListener("storage", (event) => {
+    if (event.key === null || event.key.startsWith(PREFIX)) requestSync();
+  });
+
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && streaming()) {
+      event.preventDefault();
+      $("#m3-stop").click();
+      return;
+    }
+    const box = event.target.closest && event.target.closest("#m3-message");
+    if (event.key !== "Enter" || event.shiftKey || event.isComposing || !box || !streaming()) return;
+    event.preventDefault(); // capture phase: Gradio's own Enter handler never sees it
+    event.stopImmediatePropagation();
+    if (event.target.value.trim()) showQueued(true);
+  }, true);
+
+  document.addEventListener("click", (event) => { // a chat picked in the drawer closes it
+    if (event.target.closest && event.target.closest("#m3-chat-list input")) toggleDrawer(false);
+  });
+
+  setInterval(() => {
+    if (streaming()) return;
+    if (syncWanted && $("#m3-chat-sync")) {
+      syncWanted = false;
+      $("#m3-chat-sync").click();
+    }
+    if (queued) {
+      showQueued(false);
+      const box = $("#m3-message textarea");
+      if (box && box.value.trim()) $("#m3-send").click();
+    }
+  }, 300);
+
+  window.m3uiChats = { read, write, download, toggleDrawer: () => toggleDrawer() };
+})();

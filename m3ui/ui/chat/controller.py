@@ -1,0 +1,261 @@
+"""The Chat tab's handlers: each turns component values into a call on the core objects and the result back into
+component updates. A handler with nothing to do (an empty message, nothing to regenerate, an answer already
+streaming) returns `unchanged()`: every component stays exactly as it was, and a toast says why."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import replace
+
+import gradio as gr
+
+from m3ui.chat_session import AnswerRequest, ChatRunner, SessionBusy, transcript
+from m3ui.client import GenerationSettings
+from m3ui.conversation import Conversation, LoopOptions
+from m3ui.conversation_store import ChatLibrary, ChatNote, SavedChat, export_documents
+from m3ui.ui.chat.view_slots import SLOTS, VIEW_SIZE
+from m3ui.ui.chat_controls import session_key, settings_from_form
+from m3ui.ui.chat_render import render
+
+log = logging.getLogger(__name__)
+
+EMPTY_MESSAGE = "Type a message first."
+NOTHING_TO_REGENERATE = "Nothing to regenerate yet: send a message first."
+
+
+def clean_text(text: object) -> str:
+    """Text from the page as something that can always be stored, sent and shown (lone surrogates replaced)."""
+    return str(text or "").encode("utf-8", "replace").decode("utf-8")
+
+
+def unchanged() -> tuple[object, ...]:
+    return tuple(gr.skip() for _ in range(VIEW_SIZE))
+
+
+def _with_system_prompt(chat: SavedChat, system_prompt: str) -> SavedChat:
+    """The chat as it is sent: with the system prompt the form holds now."""
+    return chat.with_conversation(Conversation(chat.conversation.turns, clean_text(system_prompt).strip()))
+
+
+def _user_ordinal(chat: SavedChat, message_index: int) -> int:
+    """Which question (0-based) a message shown at `message_index` belongs to: itself, or the one it answers."""
+    shown = render(transcript(chat))[: message_index + 1]
+    return sum(1 for message in shown if message.role == "user") - 1
+
+
+class ChatController:
+    """`show` gives values for every slot of the view (m3ui.ui.chat.view_slots); live frames touch the chatbot only."""
+
+    def __init__(self, runner: ChatRunner) -> None:
+        self._runner = runner
+
+    def show(self, library: ChatLibrary, busy: bool = False, message: object = None,
+             chatbot: list[gr.ChatMessage] | None = None, controls: bool = True) -> tuple[object, ...]:
+        """Values for the view. `controls=False` leaves the busy/idle buttons as they are (a background sync)."""
+        return self.present(library, busy, message, chatbot, controls)[1]
+
+    def present(self, library: ChatLibrary, busy: bool = False, message: object = None,
+                chatbot: list[gr.ChatMessage] | None = None, controls: bool = True
+                ) -> tuple[ChatLibrary, tuple[object, ...]]:
+        """The library once its changes are handed to the browser, and the view's values (see show)."""
+        writes, library = library.outbox()
+        chat = library.active
+        choices = library.choices()
+        idle = not busy
+        has_turns = bool(chat.conversation.turns)
+        values: dict[str, object] = {
+            "library": library,
+            "outbox": writes if writes else gr.skip(),
+            "chatbot": render(transcript(chat)) if chatbot is None else chatbot,
+            "chat_picker": gr.update(choices=choices, value=chat.id if any(c[1] == chat.id for c in choices)
+                                     else None, interactive=idle),
+            "title": chat.title,
+            "system_prompt": chat.conversation.system_prompt,
+            "message": gr.skip() if message is None else message,
+            "send": gr.update(visible=idle),
+            "stop": gr.update(visible=busy),
+            "export_md": gr.update(interactive=idle and has_turns),
+            "export_json": gr.update(interactive=idle and has_turns),
+            "undo": gr.update(visible=idle and library.undo is not None,
+                              value=f"↶ Undo: {library.undo.label}" if library.undo else "↶ Undo"),
+            "message_actions": gr.update(visible=False),
+            **{name: gr.update(interactive=idle) for name in ("regenerate", "clear", "new_chat", "rename", "delete")},
+        }
+        if not controls:
+            for name in ("send", "stop", "regenerate", "clear", "new_chat", "rename", "delete", "message_actions"):
+                values[name] = gr.skip()
+        return library, tuple(values[name] for name in SLOTS)
+
+    @staticmethod
+    def frame(chatbot: list[gr.ChatMessage]) -> tuple[object, ...]:
+        """A live update: the chatbot only."""
+        return tuple(chatbot if name == "chatbot" else gr.skip() for name in SLOTS)
+
+    @staticmethod
+    def owned(library: ChatLibrary | None) -> ChatLibrary:
+        """The page's library; a page that never loaded one (an API client) gets its own fresh one."""
+        return library if library is not None else ChatLibrary.fresh()
+
+    # --- the library: load, sync with other pages, pick, rename, delete, clear, undo, search, export
+
+    def load(self, browser: object) -> tuple[object, ...]:
+        """The page opened: its chats come from the browser's storage (records, untrusted)."""
+        records = browser.get("records") if isinstance(browser, dict) else None
+        return self.show(ChatLibrary.from_records(records))
+
+    def sync(self, library: ChatLibrary | None, browser: object) -> tuple[object, ...]:
+        """Another page changed the browser's chats (or one of ours was saved as a copy): show them all."""
+        if not isinstance(browser, dict):
+            return unchanged()
+        moved = browser.get("moved") if isinstance(browser.get("moved"), dict) else {}
+        return self.show(self.owned(library).synced(browser.get("records"), moved), controls=False)
+
+    def new_chat(self, library: ChatLibrary | None, system_prompt: str) -> tuple[object, ...]:
+        return self.show(self.owned(library).start_new(clean_text(system_prompt).strip()))
+
+    def switch(self, library: ChatLibrary | None, chat_id: str | None) -> tuple[object, ...]:
+        library = self.owned(library)
+        return self.show(library.switch(chat_id)) if chat_id else unchanged()
+
+    def search(self, library: ChatLibrary | None, query: str) -> tuple[object, ...]:
+        library = replace(self.owned(library), query=clean_text(query))
+        return self.show(library)
+
+    def rename(self, library: ChatLibrary | None, title: str) -> tuple[object, ...]:
+        library = self.owned(library)
+        return self.show(library.rename(library.active_id, clean_text(title)))
+
+    def delete(self, library: ChatLibrary | None) -> tuple[object, ...]:
+        library = self.owned(library)
+        if not library.active.conversation.turns:
+            gr.Info("This chat is empty: there is nothing to delete.")
+            return unchanged()
+        return self.show(library.delete(library.active_id))
+
+    def clear(self, library: ChatLibrary | None) -> tuple[object, ...]:
+        library = self.owned(library)
+        if not library.active.conversation.turns:
+            return unchanged()
+        return self.show(library.put_undoable(library.active.cleared(), f"cleared “{library.active.title}”"))
+
+    def undo(self, library: ChatLibrary | None) -> tuple[object, ...]:
+        library = self.owned(library)
+        return self.show(library.undone()) if library.undo is not None else unchanged()
+
+    def export(self, library: ChatLibrary | None, kind: str) -> dict[str, str]:
+        """The active chat as a document for the page to download (nothing is written on the server)."""
+        chat = self.owned(library).active
+        if not chat.conversation.turns:
+            raise gr.Error("This chat is empty: there is nothing to export.")
+        try:
+            return {**export_documents(chat)[kind], "kind": kind}
+        except ValueError as exc:
+            raise gr.Error(str(exc), title="Export refused") from exc
+
+    # --- one message: select, edit and resend, retry from it, delete it
+
+    def select(self, library: ChatLibrary | None, event: gr.SelectData) -> tuple[object, object, object]:
+        """A click on a message offers Retry and Delete for its question (selected: that question's turn index)."""
+        chat = self.owned(library).active
+        ordinal = _user_ordinal(chat, event.index if isinstance(event.index, int) else -1)
+        turn = chat.user_turn_index(ordinal)
+        if turn is None:
+            return None, gr.update(visible=False), gr.skip()
+        return turn, gr.update(visible=True), f"**Question {ordinal + 1}** selected:"
+
+    def delete_exchange(self, library: ChatLibrary | None, turn: int | None) -> tuple[object, ...]:
+        library = self.owned(library)
+        if turn is None or library.active.user_turn_index(0) is None:
+            return unchanged()
+        return self.show(library.put_undoable(library.active.without_exchange(turn), "removed a question"))
+
+    def stop(self, request: gr.Request) -> None:
+        self._runner.runs.stop(session_key(request))
+
+    # --- answers (streaming)
+
+    def send(self, text: str, library: ChatLibrary | None, thinking_mode: str, temperature: float, top_p: float,
+             max_tokens: float | None, stall_seconds: float | None, keep_reasoning: bool, system_prompt: str,
+             request: gr.Request) -> Iterator[tuple[object, ...]]:
+        settings = settings_from_form(thinking_mode, temperature, top_p, max_tokens, stall_seconds=stall_seconds)
+        text = clean_text(text).strip()
+        if not text:
+            gr.Warning(EMPTY_MESSAGE)
+            yield unchanged()
+            return
+        library = self.owned(library)
+        chat = _with_system_prompt(library.active, system_prompt)
+        chat = chat.with_conversation(chat.conversation.ask(text))
+        yield from self._answer(library, chat, settings, keep_reasoning, request)
+
+    def regenerate(self, library: ChatLibrary | None, thinking_mode: str, temperature: float, top_p: float,
+                   max_tokens: float | None, stall_seconds: float | None, keep_reasoning: bool, system_prompt: str,
+                   request: gr.Request) -> Iterator[tuple[object, ...]]:
+        settings = settings_from_form(thinking_mode, temperature, top_p, max_tokens, stall_seconds=stall_seconds)
+        library = self.owned(library)
+        chat = library.active.before_last_answer()
+        if chat is None:
+            gr.Warning(NOTHING_TO_REGENERATE)
+            yield unchanged()
+            return
+        yield from self._answer(library, _with_system_prompt(chat, system_prompt), settings, keep_reasoning, request)
+
+    def edit(self, library: ChatLibrary | None, thinking_mode: str, temperature: float, top_p: float,
+             max_tokens: float | None, stall_seconds: float | None, keep_reasoning: bool, system_prompt: str,
+             event: gr.EditData, request: gr.Request) -> Iterator[tuple[object, ...]]:
+        """An edited question is sent again from there: the turns after it are replaced (Undo brings them back)."""
+        settings = settings_from_form(thinking_mode, temperature, top_p, max_tokens, stall_seconds=stall_seconds)
+        library = self.owned(library)
+        chat = library.active
+        turn = chat.user_turn_index(_user_ordinal(chat, event.index if isinstance(event.index, int) else -1))
+        text = clean_text(event.value).strip()
+        if turn is None or not text:
+            gr.Warning(EMPTY_MESSAGE if turn is not None else "That message can no longer be edited.")
+            yield self.show(library)  # the chatbot shows the edit already: put the saved text back
+            return
+        library = library.put_undoable(chat, "edited a question (the old answers)")
+        edited = _with_system_prompt(chat.edited(turn, text), system_prompt)
+        yield from self._answer(library, edited, settings, keep_reasoning, request)
+
+    def retry_from(self, library: ChatLibrary | None, turn: int | None, thinking_mode: str, temperature: float,
+                   top_p: float, max_tokens: float | None, stall_seconds: float | None, keep_reasoning: bool,
+                   system_prompt: str, request: gr.Request) -> Iterator[tuple[object, ...]]:
+        """Answer a chosen question again: its answer and every later turn are replaced (Undo brings them back)."""
+        settings = settings_from_form(thinking_mode, temperature, top_p, max_tokens, stall_seconds=stall_seconds)
+        library = self.owned(library)
+        chat = library.active
+        if turn is None or chat.user_turn_index(0) is None or turn >= len(chat.conversation.turns):
+            yield unchanged()
+            return
+        library = library.put_undoable(chat, "retried a question (the old answers)")
+        retried = _with_system_prompt(chat.retried(turn), system_prompt)
+        yield from self._answer(library, retried, settings, keep_reasoning, request)
+
+    def _answer(self, library: ChatLibrary, chat: SavedChat, settings: GenerationSettings, keep_reasoning: bool,
+                request: gr.Request) -> Iterator[tuple[object, ...]]:
+        answer = AnswerRequest(chat, settings, LoopOptions(keep_reasoning=keep_reasoning))
+        saved = render(transcript(chat))  # rendered once: only the live answer changes while it streams
+        taken = False  # whether the message box was emptied (the question is saved): later frames leave it alone
+        try:
+            for update in self._runner.answer(session_key(request), answer):
+                if update.phase == "started":  # the question is saved (a reload keeps it); Send turns into Stop
+                    taken = True  # and `library` now knows the browser holds it (the answer is written over it)
+                    library, view = self.present(library.put(chat), busy=True, message="",
+                                                 chatbot=saved + render(running=True))
+                    yield view
+                elif update.phase == "streaming":
+                    yield self.frame(saved + render(live=update.live, running=True))
+                elif update.phase == "answered":
+                    yield self.frame(render(transcript(update.chat)))
+                else:
+                    yield self.show(library.put(update.chat), message=None if taken else "")
+        except SessionBusy as exc:
+            gr.Warning(f"An answer is still streaming in this page: {exc}.")
+            yield unchanged()
+        except Exception as exc:  # a bug in one turn must not leave the page stuck in "busy"
+            log.exception("chat answer failed")
+            failed = chat.add_notes(ChatNote(len(chat.conversation.turns) - 1, "error",
+                                             f"internal error: {type(exc).__name__}. Your message is kept: press "
+                                             "Regenerate to try again."))
+            yield self.show(library.put(failed), message=None if taken else "")

@@ -1,0 +1,5 @@
+"""The components every full update of the Chat tab sets, in order (ChatController.show fills them by name)."""
+
+SLOTS = ("library", "outbox", "chatbot", "chat_picker", "title", "system_prompt", "message", "send", "stop",
+         "regenerate", "clear", "new_chat", "rename", "delete", "export_md", "export_json", "undo", "message_actions")
+VIEW_SIZE = len(SLOTS)
