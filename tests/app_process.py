@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -15,6 +16,8 @@ from pathlib import Path
 
 import httpx
 import psutil
+
+from m3ui.web.urls import browse_url
 
 ROOT = Path(__file__).resolve().parent.parent
 # Fast, deterministic pacing of the simulated engine for tests.
@@ -37,6 +40,13 @@ class RunningApp:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
+    @property
+    def admin_url(self) -> str:
+        """The admin URL the app printed (with this run's token when the admin has no password)."""
+        found = re.search(r"\(admin: (\S+)\)", self.log())
+        assert found, f"the app printed no admin URL:\n{self.log()[-2000:]}"
+        return found.group(1)
+
     def wait_engine_ready(self, timeout: float = 60) -> None:
         """Until the header says the engine is ready (read from the served page's status endpoint)."""
         deadline = time.monotonic() + timeout
@@ -54,8 +64,10 @@ class RunningApp:
 @contextmanager
 def running_app(tmp_path: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 60,
                 data_dir: Path | None = None) -> Iterator[RunningApp]:
-    """Start app.py (simulated engine unless args say otherwise); stop it and check no process is left."""
+    """Start app.py (simulated engine unless args say otherwise); stop it and check no process is left.
+    The URL uses the --host address when args give one."""
     port = free_port()
+    host = args[args.index("--host") + 1] if "--host" in args else "127.0.0.1"
     data_dir = data_dir or tmp_path / "m3ui-data"
     log_path = tmp_path / "app.log"
     full_env = {**os.environ, **FAST_SIM_ENV, "M3UI_DATA_DIR": str(data_dir), "GRADIO_ANALYTICS_ENABLED": "False",
@@ -63,7 +75,7 @@ def running_app(tmp_path: Path, *args: str, env: dict[str, str] | None = None, t
     with open(log_path, "wb") as log:
         proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port), *args], cwd=ROOT, env=full_env,
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    app = RunningApp(f"http://127.0.0.1:{port}", data_dir, proc, log_path)
+    app = RunningApp(browse_url(host, port).rstrip("/"), data_dir, proc, log_path)
     try:
         deadline = time.monotonic() + timeout
         while True:
