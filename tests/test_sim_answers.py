@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from launch.sim.answers import Conversation, Turn, plan_reply
 from launch.sim.arithmetic import NotComputable, find_expression, fmt, solve, worked_steps
 from launch.sim.m3_text import PlannedCall, Reply, render_raw
+from launch.sim.prompt_values import places
 from launch.sim.tokens import NAMESPACE, THINK_END, THINK_START, tokenize
-from launch.sim.tool_intent import ToolSpec, cities, plan_calls
+from launch.sim.tool_intent import ToolSpec, plan_calls
 from tests.sim_sse import ALL_TOOLS
 
 TOOLS = tuple(ToolSpec(t["function"]["name"], t["function"]["description"], t["function"]["parameters"])
@@ -53,7 +54,7 @@ def test_what_cannot_be_computed_says_why() -> None:
 
 
 def test_place_names_are_read_with_their_particles() -> None:
-    assert cities("weather in Rio de Janeiro, Paris and New York?") == ["Rio de Janeiro", "Paris", "New York"]
+    assert places("weather in Rio de Janeiro, Paris and New York?") == ["Rio de Janeiro", "Paris", "New York"]
 
 
 def test_intents_map_to_declared_tools_only() -> None:

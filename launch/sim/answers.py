@@ -1,7 +1,8 @@
 """What the simulated model answers: deterministic per conversation, honest, and useful for a demo.
 
 It does arithmetic for real (with its working in the reasoning, and step by step in the answer when
-asked), calls the declared tools the request asks for and then answers from their results, counts when
+asked), compares two expressions ("Is 17 - 5 greater than 3 * 4?"), calls the declared tools the request
+asks for and then answers from their results, counts when
 asked to (a long, predictable stream), says plainly that it is a simulated engine when asked what it is,
 and otherwise says what it can do instead of pretending to be MiniMax-M3.
 """
@@ -13,7 +14,16 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from launch.sim.arithmetic import NotComputable, find_expression, fmt, solve, worked_steps
+from launch.sim.arithmetic import (
+    Comparison,
+    NotComputable,
+    Number,
+    find_comparison,
+    find_expression,
+    fmt,
+    solve,
+    worked_steps,
+)
 from launch.sim.m3_text import JsonValue, PlannedCall, Reply
 from launch.sim.tool_intent import ToolSpec, plan_calls
 
@@ -24,6 +34,7 @@ _STEP_WORDS = re.compile(r"step[- ]by[- ]step|show (your|the) work|explain|solve
 _IDENTITY = re.compile(r"\bwho are you\b|\bwhat are you\b|\bwhich model\b|\bwhat model\b|\byour name\b"
                        r"|\bare you (a |an )?(real|simulat|model|minimax|m3)", re.IGNORECASE)
 _GREETING = re.compile(r"^\s*(hi|hello|hey|good (morning|afternoon|evening)|hallo|bonjour)\b", re.IGNORECASE)
+_RESULT_NUMBER = re.compile(r"(?:^|=)\s*(-?\d+(?:\.\d+)?(?:e[+-]?\d+)?)\s*$", re.IGNORECASE)
 _COUNT = re.compile(r"\bcount (?:from 1 )?(?:up )?to (\d+)", re.IGNORECASE)
 MAX_COUNT = 20_000
 
@@ -78,7 +89,37 @@ def _render_result(text: str) -> str:
     return json.dumps(value, ensure_ascii=False)[:400]
 
 
-def _tool_result_reply(results: list[tuple[PlannedCall | None, str]]) -> Reply:
+def _result_number(text: str) -> Number | None:
+    """The number a calculator-like tool returned ("17 - 5 = 12", "12"), or None."""
+    match = _RESULT_NUMBER.search(text.strip())
+    if match is None:
+        return None
+    number = float(match.group(1))
+    return int(match.group(1)) if re.fullmatch(r"-?\d+", match.group(1)) else number
+
+
+def _compared_results(comparison: Comparison, results: list[tuple[PlannedCall | None, str]]
+                      ) -> tuple[Number, Number] | None:
+    """The two sides' values as the tools computed them, when the results hold both."""
+    found: dict[str, Number] = {}
+    for call, text in results:
+        expression = call.arguments.get("expression") if call else None
+        number = _result_number(text)
+        if isinstance(expression, str) and number is not None:
+            found[expression] = number
+    for plain in (comparison.left, comparison.right):  # a bare number needs no tool
+        if re.fullmatch(r"-?\d+(?:\.\d+)?", plain):
+            found.setdefault(plain, solve(plain).value)
+    if comparison.left in found and comparison.right in found:
+        return found[comparison.left], found[comparison.right]
+    return None
+
+
+def _tool_result_reply(conv: Conversation, results: list[tuple[PlannedCall | None, str]]) -> Reply:
+    comparison = find_comparison(conv.last_user_text)
+    values = _compared_results(comparison, results) if comparison else None
+    if comparison and values:
+        return _comparison_reply(comparison, values, "The calculator's results are back")
     lines = [f"{describe_call(call) if call else 'A tool'} returned {_render_result(text)}." for call, text in results]
     content = lines[0] if len(lines) == 1 else "Here is what the tools returned:\n" + "\n".join(
         f"- {line}" for line in lines)
@@ -115,6 +156,26 @@ def _arithmetic_reply(text: str, expression: str) -> Reply:
     return Reply(reasoning, content, thinks=True)
 
 
+def _own_comparison_reply(comparison: Comparison) -> Reply:
+    try:
+        values = solve(comparison.left).value, solve(comparison.right).value
+    except NotComputable as exc:
+        return Reply(f"One side of the comparison cannot be computed: {exc}.",
+                     f"I can't compare {comparison.left} with {comparison.right}: {exc}.", thinks=True)
+    return _comparison_reply(comparison, values, "Work out both sides first")
+
+
+def _comparison_reply(comparison: Comparison, values: tuple[Number, Number], lead: str) -> Reply:
+    (left, right), (a, b) = (solve(comparison.left).shown, solve(comparison.right).shown), values
+    holds = comparison.holds(a, b)
+    equal = ": they are equal" if a == b and comparison.relation != "==" else ""
+    reasoning = (f"{lead}: {left} = {fmt(a)} and {right} = {fmt(b)}. Is {fmt(a)} {comparison.words} {fmt(b)}? "
+                 f"{'Yes' if holds else 'No'}.")
+    content = (f"{'Yes' if holds else 'No'}. {left} = {fmt(a)} and {right} = {fmt(b)}{equal}, so {left} is "
+               f"{'' if holds else 'not '}{comparison.words} {right}.")
+    return Reply(reasoning, content, thinks=True)
+
+
 def _count_reply(limit: int) -> Reply:
     limit = min(limit, MAX_COUNT)
     return Reply(f"The user wants me to count to {limit}; that's a long but simple list.",
@@ -126,13 +187,16 @@ def plan_reply(conv: Conversation) -> Reply:
     results = conv.tool_results
     use_tools = bool(conv.tools) and conv.tool_choice != "none"
     if results and not (use_tools and conv.tool_choice in ("required", "named")):
-        return _tool_result_reply(results)
+        return _tool_result_reply(conv, results)
     text = conv.last_user_text
     if use_tools:
         calls = plan_calls(text, conv.tools, forced=conv.named_tool,
                            required=conv.tool_choice in ("required", "named"))
         if calls:
             return _tool_call_reply(conv, calls)
+    comparison = find_comparison(text)
+    if comparison is not None:
+        return _own_comparison_reply(comparison)
     expression = find_expression(text)
     if expression is not None:
         return _arithmetic_reply(text, expression)

@@ -2,12 +2,15 @@
 
 The expression is parsed with `ast` and walked over a whitelist of operators (never eval). Each binary
 operation becomes one step, in evaluation order; a product of two integers shows the distributive split
-(17 × 23 = 17 × 20 + 17 × 3) that a step-by-step answer would.
+(17 × 23 = 17 × 20 + 17 × 3) that a step-by-step answer would. Integers stay exact however large (2^100),
+within a bound on the digits a power may produce. Numbers that only look like sums (a date, a phone number
+such as 555-0100) are not expressions. "Is 17 - 5 greater than 3 * 4?" is a comparison of two expressions.
 """
 
 from __future__ import annotations
 
 import ast
+import math
 import operator
 import re
 from collections.abc import Callable
@@ -23,10 +26,21 @@ _OPS: dict[type[ast.operator], tuple[str, Callable[[Number, Number], Number]]] =
 # A run of numbers joined by operators (at least one operator between two numbers).
 _EXPRESSION = re.compile(
     r"[(\s]*-?\d+(?:\.\d+)?[)\s]*(?:(?:\*\*|//|[-+*/×x÷^%])[(\s]*-?\d+(?:\.\d+)?[)\s]*)+")
-_DATE = re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}\b")  # 2026-11-29 is a date, not a subtraction
+# Written like a subtraction but meant as one token: dates (2026-11-29), phone numbers (555-0100, (555) 010-0100,
+# 555-010-0100) and numbers with a leading zero after the hyphen (an id such as 12-034).
+_NOT_ARITHMETIC = re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}\b|\(\d{3}\)\s*\d{3}-\d{4}\b|\b\d+(?:-\d+){2,}\b"
+                             r"|\b\d{3}-\d{4}\b|\b\d+-0\d+\b")
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _TOKEN = re.compile(r"\d+(?:\.\d+)?|\*\*|//|[-+*/%()]")
 _BINARY = ("+", "-", "*", "/", "//", "%", "**")
-MAX_EXPONENT = 64
+MAX_DIGITS = 1000  # a power whose result would be longer than this is refused (9^9^9 would take minutes)
+_RELATIONS: tuple[tuple[str, str], ...] = (  # the words between two expressions → the relation they ask about
+    (r"greater than or equal to|at least|>=|≥", ">="), (r"less than or equal to|at most|<=|≤", "<="),
+    (r"greater than|more than|larger than|bigger than|higher than|above|>", ">"),
+    (r"less than|smaller than|fewer than|lower than|below|<", "<"),
+    (r"equal to|the same as|equals?|==?", "=="),
+)
+_RELATION_WORDS = {">": "greater than", ">=": "at least", "<": "less than", "<=": "at most", "==": "equal to"}
 
 
 class NotComputable(ValueError):
@@ -67,7 +81,43 @@ def find_expression(text: str) -> str | None:
 
 
 def find_expressions(text: str) -> list[str]:
-    return [_normalize(m.group(0)) for m in _EXPRESSION.finditer(_DATE.sub(" ", text))]
+    return [_normalize(m.group(0)) for m in _expression_matches(text)]
+
+
+def _expression_matches(text: str) -> list[re.Match[str]]:
+    blanked = _NOT_ARITHMETIC.sub(lambda m: " " * len(m.group(0)), text)  # same length: spans stay valid
+    return list(_EXPRESSION.finditer(blanked))
+
+
+@dataclass(frozen=True)
+class Comparison:
+    left: str  # normalized expressions, as find_expressions gives them
+    relation: str  # one of > >= < <= ==
+    right: str
+
+    @property
+    def words(self) -> str:
+        return _RELATION_WORDS[self.relation]
+
+    def holds(self, left: Number, right: Number) -> bool:
+        return {">": left > right, ">=": left >= right, "<": left < right, "<=": left <= right,
+                "==": left == right}[self.relation]
+
+
+def find_comparison(text: str) -> Comparison | None:
+    """Two operands with a relation between them ("is 17 - 5 greater than 3 * 4", "2^10 > 10^3", "7*8 = 56");
+    an operand is an expression or a plain number."""
+    blanked = _NOT_ARITHMETIC.sub(lambda m: " " * len(m.group(0)), text)
+    expressions = list(_EXPRESSION.finditer(blanked))
+    inside = [range(m.start(), m.end()) for m in expressions]
+    numbers = [m for m in _NUMBER.finditer(blanked) if not any(m.start() in span for span in inside)]
+    operands = sorted([*expressions, *numbers], key=lambda m: m.start())
+    for first, second in zip(operands, operands[1:], strict=False):
+        between = text[first.end():second.start()].strip().lower()
+        for pattern, relation in _RELATIONS:
+            if re.fullmatch(rf"(?:is\s+|are\s+)?(?:{pattern})(?:\s+to)?", between):
+                return Comparison(_normalize(first.group(0)), relation, _normalize(second.group(0)))
+    return None
 
 
 def _normalize(match: str) -> str:
@@ -99,12 +149,14 @@ def solve(expression: str) -> Solution:
         if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
             left, right = walk(node.left), walk(node.right)
             symbol, function = _OPS[type(node.op)]
-            if isinstance(node.op, ast.Pow) and abs(right) > MAX_EXPONENT:
-                raise NotComputable(f"the exponent {fmt(right)} is too large to show")
+            if isinstance(node.op, ast.Pow):
+                _check_power(left, right)
             try:
                 result = function(left, right)
             except ZeroDivisionError:
                 raise NotComputable("it divides by zero") from None
+            except OverflowError:
+                raise NotComputable("the result is too large for a floating-point number") from None
             steps.append(Step(left, symbol, right, result))
             return result
         raise NotComputable("it is not plain arithmetic")
@@ -116,6 +168,13 @@ def solve(expression: str) -> Solution:
     value = walk(tree.body)
     shown = expression.replace("**", "^").replace("*", "×")
     return Solution(expression, shown, tuple(steps), value)
+
+
+def _check_power(base: Number, exponent: Number) -> None:
+    if base not in (0, 1, -1) and exponent > 0 and exponent * math.log10(abs(base)) > MAX_DIGITS:
+        raise NotComputable(f"{fmt(base)}^{fmt(exponent)} has more than {MAX_DIGITS} digits")
+    if isinstance(exponent, float) and base < 0 and not exponent.is_integer():
+        raise NotComputable("a negative number to a fractional power is not a real number")
 
 
 def worked_steps(solution: Solution) -> list[str]:
