@@ -1,4 +1,4 @@
-"""The reference deployment's two commands (SEED_PRESETS.md) as settings."""
+"""The reference deployment's two commands (checked against tests/data/seed_presets.md) as settings."""
 
 from __future__ import annotations
 
