@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import hmac
 import logging
-from http.cookies import SimpleCookie
 from urllib.parse import parse_qsl, urlencode
 
+from starlette.requests import cookie_parser
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from m3ui.web.asgi import client_address, header, refuse
@@ -48,8 +48,8 @@ class AdminTokenGuard:
         if given is not None and _same(given, self.token) and scope["type"] == "http":
             await self._trade_for_cookie(scope, receive, send, [(k, v) for k, v in query if k != QUERY_KEY])
             return
-        cookie = SimpleCookie(header(scope, "cookie") or "").get(cookie_name(scope))
-        if cookie is not None and _same(cookie.value, self.token):
+        cookie = cookie_parser(header(scope, "cookie") or "").get(cookie_name(scope))
+        if cookie is not None and _same(cookie, self.token):
             await self.app(scope, receive, send)
             return
         await refuse(scope, receive, send, 403, "admin refused: open the admin URL printed when m3ui started "

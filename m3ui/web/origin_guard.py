@@ -34,7 +34,10 @@ def name_matches(name: str, allowed: str) -> bool:
 
 def origin_allowed(origin: str, host: str | None, scheme: str, allowed_names: tuple[str, ...]) -> bool:
     """Same origin as the Host the request was sent to, or a name given with --allowed-host."""
-    parts = urlsplit(origin)
+    try:
+        parts = urlsplit(origin)
+    except ValueError:  # "http://[::1" and the like
+        return False
     if parts.scheme not in ("http", "https") or not parts.netloc:
         return False  # "null" (sandboxed frames, file: pages) and anything odd
     mine = _host_port(parts.netloc, parts.scheme)

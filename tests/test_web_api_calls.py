@@ -1,0 +1,64 @@
+"""Bad API calls on the real app get a 4xx with a plain message, never a 500, a raw Python error or a
+traceback in the log (issue 9 #8); an app without an upload component refuses uploads (issue 9 #3/#5)."""
+
+import pytest
+
+from tests.app_process import running_app
+from tests.web_requests import admin_cookie, client, completed, config, form_values, join
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    with running_app(tmp_path_factory.mktemp("api-calls")) as running:
+        yield running
+
+
+def with_textbox(cfg: dict) -> tuple[dict, int]:
+    """A named handler of the app with a textbox input, and that input's position."""
+    types = {c["id"]: c["type"] for c in cfg["components"]}
+    for dep in cfg["dependencies"]:
+        kinds = [types[i] for i in dep["inputs"]]
+        if dep.get("api_name") and dep["backend_fn"] and "textbox" in kinds:
+            return dep, kinds.index("textbox")
+    raise AssertionError("no handler with a textbox input")
+
+
+def test_unknown_functions_and_bad_inputs_get_a_plain_4xx(app):
+    with client(app) as c:
+        main = config(c, "")
+        dep, textbox = with_textbox(main)
+        name, good = dep["api_name"], form_values(main, dep)
+        nulled, typed = list(good), list(good)
+        nulled[textbox], typed[textbox] = None, 42
+        refused = {
+            "unknown fn_index": (c.post("/gradio_api/queue/join", json={"data": [], "fn_index": 9999,
+                                                                        "session_hash": "s"}), 404),
+            "unknown API name": (c.post("/gradio_api/run/no_such_fn", json={"data": []}), 404),
+            "unknown name, queued": (c.post("/gradio_api/call/no_such_fn", json={"data": []}), 404),
+            "unknown name, v2": (c.post("/gradio_api/call/v2/no_such_fn", json={}), 404),
+            "fn_index beats the name": (c.post(f"/gradio_api/run/{name}", json={"data": good, "fn_index": 9999}),
+                                        404),
+            "null text": (c.post(f"/gradio_api/run/{name}", json={"data": nulled}), 422),
+            "number for text": (join(c, "", dep["id"], typed)[0], 422),
+            "too few inputs": (c.post(f"/gradio_api/run/{name}", json={"data": good[:-1]}), 422),
+            "admin: unknown fn_index": (join(c, "/admin", 9999, [], headers=admin_cookie(app))[0], 404),
+        }
+        for case, (answer, status) in refused.items():
+            assert answer.status_code == status, (case, answer.status_code, answer.text[:300])
+            assert answer.headers["content-type"].startswith("text/plain"), case
+            assert answer.text.startswith("call refused: "), (case, answer.text)
+        assert "got null" in refused["null text"][0].text
+        assert "unknown function number 9999" in refused["unknown fn_index"][0].text
+        accepted, session = join(c, "", dep["id"], good)
+        assert accepted.status_code == 200, accepted.text
+        assert completed(c, "", session)["success"] is True, "a well-formed call still runs"
+    assert "Traceback" not in app.log()
+
+
+def test_an_app_without_an_upload_component_refuses_uploads(app):
+    with client(app) as c:
+        for mount, headers in (("", {}), ("/admin", admin_cookie(app))):
+            answer = c.post(f"{mount}/gradio_api/upload", files={"files": ("big.bin", b"x" * 100_000)},
+                            headers=headers)
+            assert answer.status_code == 403, (mount, answer.status_code, answer.text[:200])
+            assert "takes no files" in answer.text
