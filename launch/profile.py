@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from launch.command import Engine
 from launch.private_files import write_private
+from launch.restart_policy import RestartPolicy, RestartPolicyError, policy_from_mapping
 from launch.settings import LaunchSettings, SettingsError, from_mapping, to_mapping
 
 FORMAT = "m3ui-profile/1"
@@ -23,6 +24,7 @@ class Profile:
     settings: LaunchSettings = field(default_factory=LaunchSettings)
     engine: Engine = field(default_factory=Engine)
     start_with_app: bool = False
+    restart: RestartPolicy = field(default_factory=RestartPolicy)  # applies when it starts with the app
 
 
 class ProfileError(ValueError):
@@ -43,6 +45,7 @@ def profile_to_json(profile: Profile) -> str:
         "name": profile.name,
         "engine": {"kind": profile.engine.kind, "python": profile.engine.python},
         "start_with_app": profile.start_with_app,
+        "auto_restart": profile.restart.to_mapping(),
         "settings": to_mapping(profile.settings),
     }
     return json.dumps(doc, indent=2, sort_keys=False) + "\n"
@@ -69,10 +72,11 @@ def profile_from_json(text: str) -> Profile:
         raise ProfileError("profile has no settings object")
     try:
         parsed = from_mapping(settings)
-    except SettingsError as exc:
+        restart = policy_from_mapping(doc.get("auto_restart"))
+    except (SettingsError, RestartPolicyError) as exc:
         raise ProfileError(str(exc)) from None
     return Profile(validate_name(str(doc.get("name", ""))), parsed, Engine(kind, python),
-                   bool(doc.get("start_with_app", False)))
+                   bool(doc.get("start_with_app", False)), restart)
 
 
 def save_profile(profile: Profile, path: Path) -> None:
@@ -111,7 +115,7 @@ class ProfileStore:
                 if other != profile.name:
                     prev = self.load(other)
                     if prev.start_with_app:
-                        save_profile(Profile(prev.name, prev.settings, prev.engine, False), self.path_for(other))
+                        save_profile(replace(prev, start_with_app=False), self.path_for(other))
         save_profile(profile, self.path_for(profile.name))
 
     def delete(self, name: str) -> None:

@@ -4,7 +4,9 @@ One watcher thread per run does everything on a tick: drain the log file into th
 phase tracker, poll the process, and (once the log says the HTTP server is up) probe `/health` +
 `/v1/models` until ready, within an overall start-up timeout. "Attach" mode supervises no process and
 only probes an external endpoint. The state file (launch/run_state.py) lets a restarted app re-attach
-to, or clean up, an engine it left running (launch/recovery.py).
+to, or clean up, an engine it left running (launch/recovery.py). With an opt-in restart policy
+(launch/restart_policy.py), an engine that died is relaunched after a back-off with the last settings that
+reached ready (`restart_source`), within a limit of attempts.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import signal
 import subprocess
 import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 from typing import Literal
@@ -28,6 +31,7 @@ from launch.health import Readiness, engine_url, probe_readiness
 from launch.phases import PHASE_ORDER, Phase, PhaseTracker
 from launch.private_files import private_dir, write_private
 from launch.process_group import create_time, is_running, spawn, surviving_group, terminate_group
+from launch.restart_policy import AutoRestart, RestartPolicy
 from launch.run_state import RunState, clear_run_state, read_run_state, write_run_state
 from launch.settings import LaunchSettings
 
@@ -81,6 +85,7 @@ class SupervisorSnapshot:
     log_lines: tuple[str, ...]
     exit_code: int | None
     readiness: Readiness | None
+    auto_restart: AutoRestart | None = None
 
 
 @dataclass
@@ -110,8 +115,15 @@ class _Run:
     thread: threading.Thread | None = None
 
 
+Launch = tuple[LaunchSettings, Engine]
+
+
 class Supervisor:
-    """Starts and watches at most one engine; every method is safe to call from any thread."""
+    """Starts and watches at most one engine; every method is safe to call from any thread.
+
+    Hooks (set once, before starting; they must not raise): `on_ready(run_dir, settings, engine)` runs when a
+    launched engine first answers ready (to keep it as the last good launch); `restart_source()` names what an
+    automatic restart launches (None: the settings that died); `on_auto_restart(settings, engine)` follows one."""
 
     def __init__(self, run_root: Path, *, startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S,
                  tick_s: float = TICK_S) -> None:
@@ -123,14 +135,27 @@ class Supervisor:
         self._state = EngineState.STOPPED
         self._run: _Run | None = None
         self._closed = False
+        self.restart_policy = RestartPolicy()
+        self.on_ready: Callable[[Path, LaunchSettings, Engine], None] | None = None
+        self.restart_source: Callable[[], Launch | None] | None = None
+        self.on_auto_restart: Callable[[LaunchSettings, Engine], None] | None = None
+        self._auto: AutoRestart | None = None
+        self._auto_attempts: list[float] = []  # epoch seconds of the automatic attempts in the window
+        self._auto_cancel = threading.Event()
 
     # --- starting ------------------------------------------------------------------------------
 
     def start(self, settings: LaunchSettings, engine: Engine | None = None, *, moe_layers: int | None = None,
               sizing: SizingContext | None = None) -> RunInfo:
         """Launch `settings` on `engine` in a new runs/<timestamp>/ folder. `moe_layers` (or `sizing`)
-        turns KT's per-layer load lines into progress; `sizing` lets a diagnosis compute expert counts."""
-        engine = engine or Engine()
+        turns KT's per-layer load lines into progress; `sizing` lets a diagnosis compute expert counts.
+        Someone starting an engine takes over from automatic restarts: their count starts afresh."""
+        with self._lock:
+            self._cancel_auto_restart()
+            return self._launch(settings, engine or Engine(), moe_layers, sizing)
+
+    def _launch(self, settings: LaunchSettings, engine: Engine, moe_layers: int | None,
+                sizing: SizingContext | None) -> RunInfo:
         with self._lock:
             self._check_can_start()
             run_dir = self._new_run_dir()
@@ -160,6 +185,7 @@ class Supervisor:
         """Watch an engine someone else runs: no process, only readiness probes of `url`."""
         with self._lock:
             self._check_can_start()
+            self._cancel_auto_restart()
             tracker = PhaseTracker()
             tracker.detail = f"waiting for {url}"
             self._begin(_Run(mode="attached", url=url.rstrip("/"), api_key=api_key, started_at=time.time(),
@@ -278,6 +304,9 @@ class Supervisor:
                 return
             run.readiness = result
             if result.ready and self._state is EngineState.STARTING:
+                if run.mode == "managed" and self.on_ready is not None:  # first, so READY implies it was kept
+                    assert run.info is not None and run.settings is not None and run.engine is not None
+                    self.on_ready(run.info.run_dir, run.settings, run.engine)
                 self._state = EngineState.READY
                 run.tracker.mark_ready()
             elif run.mode == "attached" and not result.ready:
@@ -317,13 +346,62 @@ class Supervisor:
         self._state = state
         if run.mode == "managed":
             clear_run_state(self.run_root)
+            if state is EngineState.FAILED:
+                self._schedule_auto_restart(run)
         self._changed.notify_all()
+
+    # --- automatic restarts --------------------------------------------------------------------------
+
+    def _schedule_auto_restart(self, run: _Run) -> None:
+        policy = self.restart_policy
+        if not policy.enabled or self._closed:
+            return
+        now = time.time()
+        self._auto_attempts = [t for t in self._auto_attempts if now - t < policy.window_s]
+        made = len(self._auto_attempts)
+        if made >= policy.max_attempts:
+            self._auto = AutoRestart(made, policy.max_attempts, None, gave_up=True)
+            return
+        delay = policy.delay(made + 1)
+        self._auto = AutoRestart(made + 1, policy.max_attempts, now + delay)
+        self._auto_cancel = cancel = threading.Event()
+        threading.Thread(target=self._auto_restart_after, args=(run, delay, cancel), name="engine-auto-restart",
+                         daemon=True).start()
+
+    def _auto_restart_after(self, run: _Run, delay: float, cancel: threading.Event) -> None:
+        if cancel.wait(delay):
+            return
+        with self._lock:
+            if cancel.is_set() or self._run is not run or self._state is not EngineState.FAILED:
+                return
+            assert run.settings is not None and run.engine is not None
+            good = self.restart_source() if self.restart_source is not None else None
+            settings, engine = good or (run.settings, run.engine)
+            same_model = settings.model_path == run.settings.model_path
+            self._auto_attempts.append(time.time())
+            assert self._auto is not None
+            self._auto = replace(self._auto, due_at=None)
+            try:
+                self._launch(settings, engine, run.moe_layers if same_model else None,
+                             run.sizing if same_model else None)
+            except (OSError, RuntimeError) as exc:  # e.g. the engine's Python vanished; EngineBusyError
+                self._auto = replace(self._auto, gave_up=True, problem=str(exc))
+                return
+        if self.on_auto_restart is not None:
+            self.on_auto_restart(settings, engine)
+
+    def _cancel_auto_restart(self) -> None:
+        """Someone took over (start, stop, attach): drop a pending automatic restart and start counting afresh."""
+        self._auto_cancel.set()
+        self._auto, self._auto_attempts = None, []
 
     # --- stopping ------------------------------------------------------------------------------
 
     def stop(self, grace: float = 10.0) -> None:
-        """Stop the engine (SIGTERM to its group, SIGKILL after `grace` s), or detach from an attached one."""
+        """Stop the engine (SIGTERM to its group, SIGKILL after `grace` s), or detach from an attached one.
+        A pending automatic restart is called off."""
         with self._lock:
+            self._cancel_auto_restart()
             run = self._run
             if run is None or self._state not in (EngineState.STARTING, EngineState.READY):
                 return
@@ -350,6 +428,13 @@ class Supervisor:
         self.stop(grace)
         return self.start(run.settings, run.engine, moe_layers=run.moe_layers, sizing=run.sizing)
 
+    def set_restart_policy(self, policy: RestartPolicy) -> None:
+        """Takes effect at the next death; turning it off calls off a pending restart."""
+        with self._lock:
+            self.restart_policy = policy
+            if not policy.enabled and self._auto is not None and self._auto.due_at is not None:
+                self._cancel_auto_restart()
+
     def close(self, grace: float = 10.0) -> None:
         """At app exit: stop the engine (or detach) and refuse further starts. Idempotent."""
         with self._lock:
@@ -373,7 +458,7 @@ class Supervisor:
                 state, run.mode, run.tracker.phase if run.mode == "managed" else None, run.tracker.progress,
                 detail, (run.ended_at or time.time()) - run.started_at, run.pid, run.url,
                 run.info.run_dir if run.info else None, run.diagnosis, self.log_tail(log_lines),
-                run.exit_code, run.readiness)
+                run.exit_code, run.readiness, self._auto)
 
     def log_tail(self, n: int = 200, filter: str | None = None) -> tuple[str, ...]:
         with self._lock:

@@ -7,6 +7,7 @@ Views ask it two things: how the engine is doing (`status()`), and where to send
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -15,6 +16,7 @@ from launch.command import Engine, build_command
 from launch.diagnosis import Diagnosis, SizingContext
 from launch.findings import has_errors
 from launch.preflight import LaunchPlan, plan_launch
+from launch.restart_policy import AutoRestart
 from launch.settings import LaunchSettings
 from launch.supervisor import EngineState, Supervisor
 from m3ui.client import EndpointConfig
@@ -63,6 +65,7 @@ class EngineLink:
         self._api_key: str | None = None
         self._settings: LaunchSettings | None = None
         self._engine: Engine | None = None
+        supervisor.on_auto_restart = self.adopted  # it may relaunch the last good settings, not the ones that died
 
     @property
     def settings(self) -> LaunchSettings | None:
@@ -118,7 +121,7 @@ class EngineLink:
             state=snap.state, ready=ready, phase_detail=snap.phase_detail,
             simulated=self._mode == "simulated" or bool(snap.readiness and snap.readiness.simulated),
             progress=snap.progress, url=snap.url, model=models[0] if models else None,
-            failure=_failure_line(snap.diagnosis) if snap.state is EngineState.FAILED else None,
+            failure=_failure_line(snap.diagnosis, snap.auto_restart) if snap.state is EngineState.FAILED else None,
         )
 
     def endpoint(self) -> EndpointConfig | None:
@@ -137,8 +140,11 @@ class EngineLink:
         return None
 
 
-def _failure_line(diagnosis: Diagnosis | None) -> str:
+def _failure_line(diagnosis: Diagnosis | None, auto: AutoRestart | None) -> str:
     what = diagnosis.plain if diagnosis is not None else "The engine stopped unexpectedly"
+    if auto is not None and auto.due_at is not None:
+        wait = max(0.0, auto.due_at - time.time())
+        return f"{what}; it restarts by itself in {wait:.0f} s (attempt {auto.attempt} of {auto.max_attempts})."
     return f"{what}; an admin can restart it from the admin panel."
 
 

@@ -17,6 +17,7 @@ from launch.run_state import read_run_state
 from launch.settings import LaunchSettings
 from launch.supervisor import EngineState, Supervisor
 from m3ui.access import AccessPolicy
+from m3ui.admin.last_good import LastGood
 from m3ui.engine_link import EngineLink
 from m3ui.monitor_service import MonitorService
 
@@ -31,11 +32,14 @@ class AppServices:
     link: EngineLink
     profiles: ProfileStore
     monitor: MonitorService  # the one background sampler; its target follows `link`
+    last_good: LastGood
 
     @classmethod
     def create(cls, data_dir: Path, policy: AccessPolicy) -> AppServices:
         private_dir(data_dir)  # profiles, last-good settings and the state file hold the engine's API key
         supervisor = Supervisor(data_dir)  # keeps runs/<time>/ and the running engine's state file there
+        last_good = LastGood(data_dir)
+        supervisor.on_ready, supervisor.restart_source = last_good.record, last_good.launch
         link = EngineLink(supervisor)
         # An engine a killed app left running is re-attached (never orphaned, never started twice).
         result = recover(data_dir, adopt_into=supervisor)
@@ -47,7 +51,7 @@ class AppServices:
             log.warning("recovery: %s", result.message)
         monitor = MonitorService(link)
         monitor.start()
-        return cls(data_dir, policy, supervisor, link, ProfileStore(data_dir / "profiles"), monitor)
+        return cls(data_dir, policy, supervisor, link, ProfileStore(data_dir / "profiles"), monitor, last_good)
 
     def answer_gpu_hit_rate(self, t0: float, t1: float) -> float | None:
         """The chat's per-answer figure (see MonitorService.answer_gpu_hit_rate)."""
@@ -74,5 +78,6 @@ def start_default_engine(services: AppServices) -> LaunchPlan | None:
     profile = services.profiles.startup_profile()
     if profile is not None:
         log.info("starting profile %r (%s engine)", profile.name, profile.engine.kind)
+        services.supervisor.set_restart_policy(profile.restart)
         return services.link.launch(profile.settings, profile.engine)
     return services.link.launch(simulated_settings(), Engine("sim"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 from urllib.parse import urlsplit
 
@@ -23,7 +23,6 @@ from launch.settings import LaunchSettings, SettingsError, coerce
 from launch.supervisor import EngineBusyError, EngineState, SupervisorSnapshot
 from m3ui.admin.form import FormReading, FormValue, read_engine, read_form
 from m3ui.admin.host import HostSurvey
-from m3ui.admin.last_good import LastGood
 from m3ui.admin.model_info import ModelShapes
 from m3ui.admin.review import Change, Review, review_form
 from m3ui.services import AppServices, simulated_settings
@@ -53,7 +52,7 @@ class AdminConsole:
         self.services = services
         self.survey = survey or HostSurvey()
         self.shapes = ModelShapes()
-        self.last_good = LastGood(services.data_dir)
+        self.last_good = services.last_good
         self._launch_lock = threading.Lock()  # one start/stop sequence at a time, whoever clicks
 
     # --- the form ---------------------------------------------------------------------------------
@@ -167,13 +166,8 @@ class AdminConsole:
     # --- observing --------------------------------------------------------------------------------
 
     def snapshot(self, log_lines: int = 0) -> SupervisorSnapshot:
-        """The supervisor's in-memory state; a launch seen ready is kept as the last good one."""
-        snap = self.services.supervisor.snapshot(log_lines=log_lines)
-        link = self.services.link
-        if (snap.state is EngineState.READY and snap.mode == "managed" and snap.run_dir is not None
-                and link.settings is not None and link.engine is not None):
-            self.last_good.record(snap.run_dir, link.settings, link.engine)
-        return snap
+        """The supervisor's in-memory state (it keeps a launch that gets ready as the last good one)."""
+        return self.services.supervisor.snapshot(log_lines=log_lines)
 
     def diagnosis(self) -> Diagnosis | None:
         snap = self.services.supervisor.snapshot(log_lines=0)
@@ -214,12 +208,12 @@ class AdminConsole:
         try:
             if name:
                 profile = store.load(name)
-                store.save(Profile(profile.name, profile.settings, profile.engine, True))
+                store.save(replace(profile, start_with_app=True))
                 return Outcome("ok", f"{name!r} starts with the app from now on.")
             for other in store.names():
                 profile = store.load(other)
                 if profile.start_with_app:
-                    store.save(Profile(profile.name, profile.settings, profile.engine, False))
+                    store.save(replace(profile, start_with_app=False))
         except ProfileError as exc:
             return Outcome("error", str(exc))
         return Outcome("ok", "No profile starts with the app: it starts the simulated engine.")
