@@ -16,6 +16,7 @@ import pytest
 from launch.sim.prompt_values import head_count, person_name, phone_number, stated_date, stated_time
 from launch.sim.time_zones import zone_for
 from launch.sim.units import UNITS, find_conversions
+from m3ui.chat_session import EXAMPLE_CUSTOM_TOOL
 from m3ui.client import ChatClient, EndpointConfig, GenerationSettings
 from m3ui.conversation import Conversation, LoopOptions, ToolLoop
 from m3ui.conversation.tool_loop import LoopFinished, ToolExecutionFinished
@@ -75,6 +76,15 @@ def test_a_nested_custom_schema_is_filled_from_the_prompt_and_a_phone_number_is_
     assert streamed_calls(sim, text, [*BUILTIN, BOOK_TABLE]) == [("book_table", {
         "restaurant": "Chez Marie", "party": {"size": 3, "name": "Alice Martin", "phone": "555-0100"},
         "when": {"date": "2026-12-24", "time": "19:30"}})]
+
+
+def test_the_apps_example_custom_tool_gets_the_order_id_from_the_prompt(sim: SimProcess) -> None:
+    example = json.loads(EXAMPLE_CUSTOM_TOOL)
+    lookup = {"type": "function", "function": {k: example[k] for k in ("name", "description", "parameters")}}
+    assert streamed_calls(sim, "Where is my order B-7731?", [*BUILTIN, lookup]) == [
+        ("lookup_order", {"order_id": "B-7731"})]
+    assert streamed_calls(sim, "What do the docs say about thinking modes?", BUILTIN) == [
+        ("search_docs", {"query": "thinking modes"})]
 
 
 def test_what_the_prompt_does_not_say_gets_plausible_values(sim: SimProcess) -> None:

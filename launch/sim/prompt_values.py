@@ -33,7 +33,7 @@ _STOPWORDS = frozenset({"a", "an", "the", "and", "or", "but", "of", "to", "in", 
                         "can", "could", "would", "should", "will", "shall", "may", "might", "must", "i", "me", "my",
                         "you", "your", "we", "our", "it", "its", "this", "that", "these", "those", "what", "which",
                         "who", "whom", "whose", "when", "where", "why", "how", "please", "tell", "show", "give",
-                        "find", "let", "us", "there", "here", "some", "any"})
+                        "find", "let", "us", "there", "here", "some", "any", "say", "says"})
 _QUOTED = re.compile(r"[\"“]([^\"”]{1,200})[\"”]")
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _MONTH = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
