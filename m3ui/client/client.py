@@ -21,7 +21,7 @@ class ChatClient:
     def __init__(self, endpoint: EndpointConfig, clock: Clock = time.monotonic) -> None:
         self.endpoint = endpoint
         self._clock = clock
-        timeout = http.Timeout(endpoint.read_timeout_s, connect=endpoint.connect_timeout_s)
+        timeout = self._timeout(GenerationSettings())  # every request sets its own: the user's stall limit
         self._sdk = openai.OpenAI(
             base_url=endpoint.base_url,
             api_key=endpoint.api_key,
@@ -40,13 +40,16 @@ class ChatClient:
         tool_choice: ToolChoice = "auto",
     ) -> ChatStream:
         kwargs = chat_request_kwargs(self.endpoint.model, messages, settings, tools, tool_choice)
-        # The read timeout is the user's stall limit: the longest wait for the next byte, headers included.
-        kwargs["timeout"] = http.Timeout(settings.stall_seconds, connect=self.endpoint.connect_timeout_s)
+        kwargs["timeout"] = self._timeout(settings)
 
         def open_stream() -> SdkStream:
             return self._sdk.chat.completions.create(**kwargs)  # type: ignore[call-overload]
 
         return ChatStream(open_stream, self.endpoint.base_url, settings, self._content_filter(settings), self._clock)
+
+    def _timeout(self, settings: GenerationSettings) -> object:
+        """The read timeout is the user's stall limit: the longest wait for the next byte, headers included."""
+        return http.Timeout(settings.stall_seconds, connect=self.endpoint.connect_timeout_s)
 
     def _content_filter(self, settings: GenerationSettings) -> InlineThinkSplitter:
         # An engine without a reasoning parser sends `<mm:think>..</mm:think>` inside the content: an opener at

@@ -78,8 +78,6 @@ class EndpointConfig:
     base_url: str = "http://127.0.0.1:8000/v1"
     model: str = "MiniMax-M3"
     api_key: str = "EMPTY"
-    connect_timeout_s: float = 5.0
-    # Between two streamed bytes; long prefills of big prompts can take a while before the first chunk.
-    read_timeout_s: float = 600.0
+    connect_timeout_s: float = 5.0  # the wait for the next byte is each request's stall limit (its settings)
     # Set when the server runs without --reasoning-parser: <mm:think>..</mm:think> then arrive in content.
     reasoning_in_content: bool = False
