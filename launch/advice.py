@@ -66,6 +66,10 @@ def advise(shape: ModelShape, inputs: SizingInputs) -> tuple[Advice, ...]:
     return tuple(advice)
 
 
+def _gpus(tp: int) -> str:
+    return "one GPU" if tp == 1 else f"{tp} GPUs (TP{tp})"
+
+
 def _gpu_experts_advice(shape: ModelShape, inputs: SizingInputs) -> Advice:
     fp = model_footprint(shape)
     fraction = inputs.mem_fraction if inputs.mem_fraction is not None else default_mem_fraction(inputs.tp)
@@ -75,13 +79,16 @@ def _gpu_experts_advice(shape: ModelShape, inputs: SizingInputs) -> Advice:
     value = min(hi, ceiling)
     plan = memory_plan(shape, tp=inputs.tp, gpu_bytes=inputs.gpu_bytes, mem_fraction=fraction,
                        gpu_experts=value, prefill_threshold_on=inputs.prefill_threshold_on)
+    usual = f"MiniMax-M3's reference deployments on {_gpus(inputs.tp)} keep {lo}-{hi} of each MoE layer's experts"
+    room = (f"room for a {inputs.context_tokens:,}-token KV cache (the GPU memory that holds the conversations) "
+            "on each GPU")
     if ceiling >= lo:
-        why = (f"At TP{inputs.tp} the seed's band is {lo}-{hi} experts per layer; {value} is the most inside it "
-               f"that fits: at most {ceiling} fit while keeping a {inputs.context_tokens}-token KV pool per GPU.")
+        why = (f"{usual} on the GPU (more there means less work for the CPU, so faster answers). {value} is the most "
+               f"in that range that fits: at most {ceiling} fit while leaving {room}.")
     else:
-        why = (f"Only {ceiling} experts per layer fit next to a {inputs.context_tokens}-token KV pool, below the "
-               f"seed's TP{inputs.tp} band of {lo}-{hi}: raise --mem-fraction-static, add GPUs (TP), or accept "
-               "a smaller context.")
+        why = (f"Only {ceiling} experts per layer fit on the GPU while leaving {room}; {usual} there, so answers "
+               "will be slower than theirs. Give the engine more of each GPU (raise --mem-fraction-static), add "
+               "GPUs (a larger --tp-size), or accept a shorter context.")
     cpu_ram = fp.cpu_expert_bytes
     ram_note = _gb(inputs.ram_bytes) if inputs.ram_bytes else "unknown"
     breakdown = (

@@ -2,6 +2,11 @@
 
 tqdm redraws its bar with `\\r`; a terminal overwrites the line, so the ring buffer does too (the phase
 parser still sees every update). The file itself keeps every byte.
+
+A watched engine logs a request line for every poll m3ui makes (/health and /v1/models for readiness,
+/v1/loads, /metrics and /server_info for the monitor, the expert recorder's start/dump), several per second.
+They would push the start-up lines out of any tail and out of a diagnosis' evidence, so they are kept in a
+ring of their own: `lines` has the engine's own lines, `tail(..., polling=True)` shows everything.
 """
 
 from __future__ import annotations
@@ -16,6 +21,14 @@ DEFAULT_MAX_LINES = 5000
 _READ_CHUNK = 16 << 20  # per call: a re-attach replays a long log over a few ticks
 _MAX_PENDING = 1 << 16  # a "line" longer than this is cut, so a runaway write cannot grow memory
 _BREAK = re.compile(rb"\r\n|\n|\r")
+# uvicorn's access line as sglang formats it: `127.0.0.1:51234 - "GET /v1/loads HTTP/1.1" 200`.
+_POLLING_REQUEST = re.compile(
+    r'"(?:GET|POST) /(?:health|health_generate|v1/models|v1/loads|metrics|server_info|get_server_info'
+    r'|get_model_info|start_expert_distribution_record|dump_expert_distribution_record)(?:\?\S*)? HTTP/[\d.]+" \d{3}')
+
+
+def is_polling_request(line: str) -> bool:
+    return _POLLING_REQUEST.search(line) is not None
 
 
 def mask_secrets(line: str, secrets: tuple[str, ...]) -> str:
@@ -30,7 +43,8 @@ class LogFollower:
     def __init__(self, path: Path, max_lines: int = DEFAULT_MAX_LINES, secrets: tuple[str, ...] = ()) -> None:
         self.path = path
         self._secrets = secrets  # masked in every line handed out
-        self.lines: deque[str] = deque(maxlen=max_lines)
+        self.lines: deque[str] = deque(maxlen=max_lines)  # the engine's own lines, polling requests left out
+        self._every: deque[str] = deque(maxlen=max_lines)  # every line, polling requests included
         self._offset = 0
         self._pending = b""
         self._overwrite_last = False  # the last line ended in `\r`: the next one replaces it
@@ -53,9 +67,10 @@ class LogFollower:
             self._pending = b""
         return out
 
-    def tail(self, n: int, contains: str | None = None) -> tuple[str, ...]:
-        """The last `n` lines, optionally only those containing `contains` (case-insensitive)."""
-        lines = list(self.lines)
+    def tail(self, n: int, contains: str | None = None, polling: bool = False) -> tuple[str, ...]:
+        """The last `n` lines, optionally only those containing `contains` (case-insensitive); `polling` also
+        shows the request lines of m3ui's polls."""
+        lines = list(self._every if polling else self.lines)
         if contains:
             needle = contains.lower()
             lines = [line for line in lines if needle in line.lower()]
@@ -76,8 +91,9 @@ class LogFollower:
             return  # tqdm's leading `\r`, blank lines
         line = mask_secrets(raw.decode("utf-8", errors="replace"), self._secrets)
         out.append(line)
-        if self._overwrite_last and self.lines:
-            self.lines[-1] = line
-        else:
-            self.lines.append(line)
+        for ring in (self._every,) if is_polling_request(line) else (self.lines, self._every):
+            if self._overwrite_last and ring:
+                ring[-1] = line
+            else:
+                ring.append(line)
         self._overwrite_last = carriage_return

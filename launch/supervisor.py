@@ -460,12 +460,13 @@ class Supervisor:
                 run.info.run_dir if run.info else None, run.diagnosis, self.log_tail(log_lines),
                 run.exit_code, run.readiness, self._auto)
 
-    def log_tail(self, n: int = 200, filter: str | None = None) -> tuple[str, ...]:
+    def log_tail(self, n: int = 200, filter: str | None = None, polling: bool = False) -> tuple[str, ...]:
+        """The engine log's last lines; `polling` includes the request lines of m3ui's own polls."""
         with self._lock:
             run = self._run
             if run is None or run.follower is None:
                 return ()
-            return run.follower.tail(n, filter)
+            return run.follower.tail(n, filter, polling)
 
     @property
     def state(self) -> EngineState:

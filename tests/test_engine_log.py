@@ -55,3 +55,25 @@ def test_tail_filters_case_insensitively_and_keeps_the_newest(tmp_path):
     assert follower.tail(10) == ("line 3 Decode batch", "line 4 Decode batch", "other")
     assert follower.tail(1, "decode BATCH") == ("line 4 Decode batch",)
     assert follower.tail(0) == ()
+
+
+POLLS = [
+    '[2026-11-29 19:07:20] INFO:     127.0.0.1:50312 - "GET /health HTTP/1.1" 200',
+    '[2026-11-29 19:07:20] INFO:     127.0.0.1:50312 - "GET /v1/models HTTP/1.1" 200',
+    '[2026-11-29 19:07:20] INFO:     127.0.0.1:50314 - "GET /v1/loads HTTP/1.1" 200',
+    '[2026-11-29 19:07:21] INFO:     127.0.0.1:50316 - "GET /metrics HTTP/1.1" 200',
+    '[2026-11-29 19:07:21] INFO:     127.0.0.1:50318 - "POST /dump_expert_distribution_record HTTP/1.1" 200',
+]
+CHAT = '[2026-11-29 19:07:22] INFO:     127.0.0.1:50320 - "POST /v1/chat/completions HTTP/1.1" 200'
+
+
+def test_polling_requests_never_push_the_engines_own_lines_out_but_stay_on_disk_and_on_request(tmp_path):
+    log = tmp_path / "engine.log"
+    follower = LogFollower(log, max_lines=10)
+    append(log, b"Load weight begin. avail mem=93.12 GB\n")
+    append(log, ("\n".join(POLLS * 40) + "\n").encode())  # 200 polls, 20x the ring
+    append(log, f"{CHAT}\n".encode())
+    follower.read_new()
+    assert follower.tail(10) == ("Load weight begin. avail mem=93.12 GB", CHAT)
+    assert follower.tail(3, polling=True) == (POLLS[-2], POLLS[-1], CHAT)
+    assert log.read_text().count('"GET /v1/loads') == 40  # the file keeps every line

@@ -1,4 +1,5 @@
-"""Sizing from the model's own config.json: the contract's figures for M3, and advice inside the seed's bands."""
+"""Sizing from the model's own config.json: the contract's figures for M3, and advice inside the reference
+deployments' ranges, explained in the operator's terms."""
 
 import json
 
@@ -51,7 +52,10 @@ def test_advice_for_seed_hardware_lands_in_the_seed_band_and_under_the_ceiling(t
     assert cpuinfer.field == "kt_cpuinfer" and cpuinfer.value == 64
     assert pools.field == "kt_threadpool_count" and pools.value == 2
     labels = {f.label for f in experts.breakdown}
-    assert "largest --kt-num-gpu-experts that fits" in labels and experts.why
+    assert "largest --kt-num-gpu-experts that fits" in labels
+    # In the operator's terms: no "seed", what the range is, and what the KV cache is for.
+    assert f"keep {lo}-{hi} of each MoE layer's experts on the GPU" in experts.why and "seed" not in experts.why
+    assert "KV cache (the GPU memory that holds the conversations)" in experts.why
 
 
 def test_advice_never_exceeds_a_small_gpus_ceiling_and_says_why():
@@ -60,7 +64,8 @@ def test_advice_never_exceeds_a_small_gpus_ceiling_and_says_why():
     (experts, *_rest) = advise(M3, inputs)
     ceiling = max_gpu_experts(M3, tp=1, gpu_bytes=30 * GB, mem_fraction=0.85)
     assert experts.value == ceiling < band_for_tp(1)[0]
-    assert "below the seed's TP1 band" in experts.why
+    assert experts.why.startswith(f"Only {ceiling} experts per layer fit on the GPU")
+    assert "reference deployments on one GPU keep 2-8" in experts.why and "seed" not in experts.why
 
 
 def test_memory_plan_verdicts_follow_sglangs_arithmetic():
