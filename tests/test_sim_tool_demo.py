@@ -15,6 +15,7 @@ import pytest
 
 from launch.sim.prompt_values import head_count, person_name, phone_number, stated_date, stated_time
 from launch.sim.time_zones import zone_for
+from launch.sim.tool_intent import ToolSpec, plan_calls
 from launch.sim.units import UNITS, find_conversions
 from m3ui.chat_session import EXAMPLE_CUSTOM_TOOL
 from m3ui.client import ChatClient, EndpointConfig, GenerationSettings
@@ -156,6 +157,16 @@ def test_prompt_values_are_read_as_written() -> None:
     assert person_name("my name is Ana Silva") == "Ana Silva" and phone_number("call (555) 010-0100") == \
         "(555) 010-0100"
     assert find_conversions("10 miles in 2 hours") == [] and find_conversions("Convert 10 kg to km") == []
+
+
+def test_a_list_of_objects_gets_one_item_per_place_each_under_its_own_place_property() -> None:
+    route = ToolSpec("plan_route", "Plan a route.", {"type": "object", "properties": {
+        "legs": {"type": "array", "items": {"type": "object", "properties": {
+            "location": {"type": "string"}, "hours": {"type": "integer"}}, "required": ["location", "hours"]}},
+        "tags": {"type": "array", "items": {"type": "string"}}}, "required": ["legs"]})
+    ((_, args),) = plan_calls("Plan a route from Berlin to Prague and Vienna, 3 hours each", (route,))
+    assert args == {"legs": [{"location": "Berlin", "hours": 3}, {"location": "Prague", "hours": 3},
+                             {"location": "Vienna", "hours": 3}]}
 
 
 @pytest.mark.parametrize("place", ["Tokyo", "New York", "Beijing", "San Francisco", "Rio de Janeiro", "Mumbai"])

@@ -37,14 +37,14 @@ _TOPICS: tuple[tuple[str, frozenset[str]], ...] = (
     ("person", frozenset({"name", "customer", "guest", "contact", "person", "organizer", "passenger", "attendee",
                           "owner", "user", "who"})),
     ("venue", frozenset({"restaurant", "venue", "hotel", "bar", "cafe"})),
-    ("place", frozenset({"city", "location", "place", "destination", "origin", "address", "where", "town",
-                         "country"})),
+    ("place", frozenset({"city", "cities", "location", "locations", "place", "places", "destination",
+                         "destinations", "origin", "address", "where", "town", "towns", "country", "countries"})),
     ("text", frozenset({"notes", "note", "comment", "comments", "message", "remarks", "requests", "request"})),
 )
 _FORMATS = {"date": "date", "time": "time", "date-time": "datetime", "email": "email"}
 _TYPICAL: dict[str, JsonValue] = {"email": "guest@example.com", "phone": "555-0100", "person": "Alex Morgan",
                                   "place": "Paris", "venue": "The Corner Bistro", "zone": "UTC", "time": "12:00",
-                                  "text": ""}
+                                  "id": "A-1001", "text": ""}
 
 
 @dataclass(frozen=True)
@@ -110,13 +110,13 @@ def _stated_string(topic: str | None, ctx: Context) -> str | None:
     if topic == "datetime":
         day, time = said.stated_date(ctx.text, ctx.today), said.stated_time(ctx.text)
         return f"{(day or ctx.today).isoformat()}T{time or '12:00'}:00" if day or time else None
-    if topic == "zone":
-        found = next((zone for place in said.places(ctx.text) if (zone := zone_for(place))), None)
-        return found
     places = said.places(ctx.text)
+    if topic == "zone":
+        return next((zone for place in places if (zone := zone_for(place))), None)
+    if topic in ("place", "venue"):
+        return places[0] if places else None
     readers = {"time": said.stated_time, "email": said.email_address, "phone": said.phone_number,
-               "person": said.person_name, "text": said.quoted_text, "id": said.identifier,
-               "place": lambda _: places[0] if places else None, "venue": lambda _: places[0] if places else None}
+               "person": said.person_name, "text": said.quoted_text, "id": said.identifier}
     return readers[topic](ctx.text) if topic in readers else None
 
 
@@ -163,14 +163,24 @@ def _value(name: str, schema: Any, ctx: Context, required: bool, path: tuple[str
     return _typical_string(schema, topic, ctx) if required else None
 
 
+def _place_props(name: str, items: Mapping[str, Any], path: tuple[str, ...]) -> tuple[str, ...]:
+    """Where a list of places puts each place: the item itself ("cities": [string]), or the property that names
+    it in each object ("stops": [{city, nights}] → city); () when the list is not about places."""
+    if _kinds(items)[0] == "string":
+        return ("item",) if _topic(name, items, path) == "place" else ()
+    properties = items.get("properties")
+    if not isinstance(properties, Mapping):
+        return ()
+    return tuple(p for p, s in properties.items() if _topic(p, s if isinstance(s, Mapping) else {}, ()) == "place")
+
+
 def _array(name: str, schema: Mapping[str, Any], ctx: Context, required: bool, path: tuple[str, ...]
            ) -> JsonValue | None:
     subject_prop = name.lower() in ctx.subject_props
     items = schema.get("items") if isinstance(schema.get("items"), Mapping) else {"type": "string"}
-    places = said.places(ctx.text)
-    if _kinds(items)[0] in ("string", "object") and places and (subject_prop or _topic(name, items, path) in (
-            "place", None)):
-        return [_value("item", items, Context(ctx.text, place, ("item", "city"), today=ctx.today), True,
+    places, place_props = said.places(ctx.text), _place_props(name, items, path)
+    if places and (subject_prop or place_props):  # one item per place the prompt names
+        return [_value("item", items, Context(ctx.text, place, ("item", *place_props), today=ctx.today), True,
                        (*path, name)) for place in places]
     if not (required or subject_prop):
         return None
