@@ -7,6 +7,10 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from m3ui.client import ChatClient, ContentDelta, EndpointConfig, Finished, GenerationSettings, StreamError
 from m3ui.client.output_cap import CAP_MARGIN_TOKENS
 from tests.sse_replay import DONE, RawReply, ReplayServer, SseReply, chunk
@@ -78,3 +82,29 @@ def test_an_engine_that_ignores_max_tokens_is_cut_off_by_the_client_and_disconne
     shown = "".join(e.text for e in events if isinstance(e, ContentDelta))
     assert shown.count("word") == 10 + CAP_MARGIN_TOKENS + 1
     assert isinstance(events[-1], Finished) and events[-1].reason == "capped"
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+                        st.sampled_from(["choices", "delta", "content", "usage", "tool_calls", "index", "function",
+                                         "finish_reason", "reasoning_content", "error", "id", "name"]), inner,
+                        max_size=4), max_leaves=12)
+
+
+@pytest.fixture(scope="module")
+def replay():
+    """One server and client for many examples: each example queues its reply, then asks."""
+    with ReplayServer([]) as server:
+        client = ChatClient(EndpointConfig(base_url=server.base_url))
+        yield server, client
+        client.close()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(JSON)
+def test_any_json_event_ends_the_stream_with_an_event_never_an_exception(replay, value):
+    server, client = replay
+    server.replies.append(SseReply((chunk(content="Hi"), f"data: {json.dumps(value)}\n\n",
+                                    chunk(finish_reason="stop"), DONE)))
+    events = list(client.stream(HELLO, DEFAULTS))
+    assert isinstance(events[-1], Finished | StreamError)
