@@ -164,8 +164,8 @@ def test_a_list_of_objects_gets_one_item_per_place_each_under_its_own_place_prop
         "legs": {"type": "array", "items": {"type": "object", "properties": {
             "location": {"type": "string"}, "hours": {"type": "integer"}}, "required": ["location", "hours"]}},
         "tags": {"type": "array", "items": {"type": "string"}}}, "required": ["legs"]})
-    ((_, args),) = plan_calls("Plan a route from Berlin to Prague and Vienna, 3 hours each", (route,))
-    assert args == {"legs": [{"location": "Berlin", "hours": 3}, {"location": "Prague", "hours": 3},
+    (call,) = plan_calls("Plan a route from Berlin to Prague and Vienna, 3 hours each", (route,))
+    assert call.arguments == {"legs": [{"location": "Berlin", "hours": 3}, {"location": "Prague", "hours": 3},
                              {"location": "Vienna", "hours": 3}]}
 
 
