@@ -166,7 +166,7 @@ def test_a_list_of_objects_gets_one_item_per_place_each_under_its_own_place_prop
         "tags": {"type": "array", "items": {"type": "string"}}}, "required": ["legs"]})
     (call,) = plan_calls("Plan a route from Berlin to Prague and Vienna, 3 hours each", (route,))
     assert call.arguments == {"legs": [{"location": "Berlin", "hours": 3}, {"location": "Prague", "hours": 3},
-                             {"location": "Vienna", "hours": 3}]}
+                                     {"location": "Vienna", "hours": 3}]}
 
 
 @pytest.mark.parametrize("place", ["Tokyo", "New York", "Beijing", "San Francisco", "Rio de Janeiro", "Mumbai"])
