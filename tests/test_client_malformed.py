@@ -5,6 +5,7 @@ non-UTF-8 bytes, web pages and JSON documents instead of a stream, a stall, an e
 from __future__ import annotations
 
 import json
+import socket
 import time
 
 import pytest
@@ -108,3 +109,14 @@ def test_any_json_event_ends_the_stream_with_an_event_never_an_exception(replay,
                                     chunk(finish_reason="stop"), DONE)))
     events = list(client.stream(HELLO, DEFAULTS))
     assert isinstance(events[-1], Finished | StreamError)
+
+
+def test_an_engine_that_never_starts_answering_is_given_up_at_the_stall_limit():
+    with socket.socket() as listener:  # accepts the connection (the kernel does), never answers
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        endpoint = EndpointConfig(base_url=f"http://127.0.0.1:{listener.getsockname()[1]}/v1")
+        started = time.monotonic()
+        [error] = list(ChatClient(endpoint).stream(HELLO, GenerationSettings(stall_seconds=1)))
+    assert time.monotonic() - started < 10
+    assert error.kind == "stall" and "did not start answering within 1 s (the stall limit)" in error.message

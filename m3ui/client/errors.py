@@ -51,8 +51,8 @@ def stream_error_from(exc: Exception, base_url: str, streaming: bool, stall_s: f
         lead = "The engine refused the request" if 400 <= exc.status_code < 500 else "The engine failed"
         return StreamError("http", exc.status_code, f"{lead}: HTTP {exc.status_code}: {message}")
     if _timed_out(exc):
-        started = "sent nothing more" if streaming else "did not start answering"
-        return StreamError("stall", None, f"The engine {started} for {stall_s:g} s (the stall limit), so the answer "
+        silence = "sent nothing more for" if streaming else "did not start answering within"
+        return StreamError("stall", None, f"The engine {silence} {stall_s:g} s (the stall limit), so the answer "
                            "was given up. If it is working through a long prompt, raise the stall limit; otherwise "
                            "it may be stuck or overloaded")
     if isinstance(exc, UnicodeDecodeError):
