@@ -1,4 +1,5 @@
-"""The header every page shows: what engine answers (a SIMULATED badge when it is the sim) and its state."""
+"""The header every page shows: what engine answers (a SIMULATED badge when it is the sim), its state, and the
+dark-mode toggle (assets/js/theme.js does the switching; the admin page shows the same toggle)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ from m3ui.engine_link import EngineStatus
 from m3ui.services import AppServices
 
 STATUS_REFRESH_S = 1.0
+# Clicks are handled by theme.js on the whole document and the label follows the page's `dark` class in CSS, so
+# the button works unchanged wherever it is drawn and however often its header is redrawn.
+THEME_TOGGLE = ('<button type="button" class="m3-theme-toggle" title="Light or dark pages (remembered in this '
+                'browser)"><span class="m3-when-light">☾ Dark</span><span class="m3-when-dark">☀ Light</span></button>')
 
 
 def render_status(status: EngineStatus) -> str:
@@ -19,7 +24,7 @@ def render_status(status: EngineStatus) -> str:
     state = "ready" if status.ready else status.state.value
     return (f'<div class="m3-header" data-engine-state="{state}">'
             f'<span class="m3-title">m3ui · MiniMax-M3 on SGLang + KT-Kernel</span>{badge}'
-            f'<span class="m3-status m3-status-{state}">{html.escape(status.label)}</span></div>')
+            f'<span class="m3-status m3-status-{state}">{html.escape(status.label)}</span>{THEME_TOGGLE}</div>')
 
 
 def build_header(services: AppServices) -> gr.HTML:

@@ -19,6 +19,7 @@ from m3ui.ui.admin.sizing import SizingPanel, build_sizing_panel
 from m3ui.ui.admin.status import StatusStrip, build_status_strip
 from m3ui.ui.admin.summary import SummaryPanel, build_summary_panel
 from m3ui.ui.admin.weights import WeightsPanel, build_weights_panel
+from m3ui.ui.header_view import THEME_TOGGLE
 
 CSS_PATH = Path(__file__).resolve().parents[3] / "assets" / "admin.css"
 TICK_S = 1.0
@@ -47,7 +48,8 @@ class AdminView:
 def build_layout() -> AdminView:
     gr.HTML(f"<style>{CSS_PATH.read_text(encoding='utf-8')}</style>", elem_classes=["m3a-style"])
     gr.HTML('<div class="m3a-admin-title"><span class="m3a-title">m3ui admin</span><span class="m3a-dim">MiniMax-M3 '
-            'on SGLang + KT-Kernel · engine cockpit</span><a class="m3a-link" href="../">open chat →</a></div>')
+            'on SGLang + KT-Kernel · engine cockpit</span><a class="m3a-link" href="../">open chat →</a>'
+            f'{THEME_TOGGLE}</div>')
     strip = build_status_strip()
     diagnosis = build_diagnosis_panel()
     with gr.Tabs(elem_id="m3-admin-tabs"):
