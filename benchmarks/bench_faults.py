@@ -20,6 +20,7 @@ hold or the suite took longer than its time limit.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -165,15 +166,20 @@ def fault_app_sigkill(workdir: Path) -> Outcome:
     with open(workdir / "first-app.log", "wb") as log:
         first = subprocess.Popen([sys.executable, "app.py", "--port", str(free_port())], cwd=ROOT, env=env,
                                  stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    ready = wait_until(lambda: (found := read_run_state(data)) is not None and engine_ready(found.url), 40)
-    state = read_run_state(data) if ready else None
+    try:
+        ready = wait_until(lambda: (found := read_run_state(data)) is not None and engine_ready(found.url), 40)
+        state = read_run_state(data) if ready else None
+    finally:
+        first.send_signal(signal.SIGKILL)  # no handler runs: the engine is left behind
+        first.wait(timeout=10)
     if state is None:
-        os.killpg(first.pid, signal.SIGKILL)
+        leftover = read_run_state(data)
+        if leftover is not None:  # an engine that started but never became ready (own process group)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(leftover.pgid, signal.SIGKILL)
         return Outcome("app SIGKILL and restart", "start app.py", "its engine never became ready", False,
                        time.monotonic() - started)
     engine = psutil.Process(state.pid)
-    first.send_signal(signal.SIGKILL)  # no handler runs: the engine is left behind
-    first.wait(timeout=10)
     left_alive = engine.is_running()
     with running_app(workdir, data_dir=data) as app:
         attached = wait_until(lambda: "re-attached" in app.log(), 30)
@@ -239,7 +245,7 @@ def run_suite() -> list[Outcome]:
     """The app fault (two app starts: the slow part) runs in a thread alongside the chat-core faults."""
     with tempfile.TemporaryDirectory(prefix="m3ui-faults-") as tmp, ThreadPoolExecutor(1) as pool:
         workdir = Path(tmp)
-        app_fault = pool.submit(fault_app_sigkill, workdir)
+        app_fault = pool.submit(guarded, "app SIGKILL and restart", lambda: fault_app_sigkill(workdir))
         supervisor = Supervisor(workdir / "core-data", tick_s=0.05)
         link = EngineLink(supervisor)
 
@@ -252,11 +258,23 @@ def run_suite() -> list[Outcome]:
             chat = Chat(link)
             healthy = chat.endpoint
             with misbehaving_engine() as faulty_url:
-                outcomes = [fault_stall(chat, faulty_url), fault_garbage(chat, faulty_url, healthy)]
-            outcomes.append(fault_engine_sigkill(chat, link, start_engine))
+                outcomes = [guarded("stalled stream", lambda: fault_stall(chat, faulty_url)),
+                            guarded("garbage stream", lambda: fault_garbage(chat, faulty_url, healthy))]
+            outcomes.append(guarded("engine SIGKILL mid-stream", lambda: fault_engine_sigkill(chat, link,
+                                                                                                start_engine)))
         finally:
             supervisor.close(grace=1)
         return [*outcomes, app_fault.result()]
+
+
+def guarded(name: str, fault: Callable[[], Outcome]) -> Outcome:
+    """A fault whose check itself broke did not hold: it is reported as such, and the others still run."""
+    started = time.monotonic()
+    try:
+        return fault()
+    except Exception as exc:
+        return Outcome(name, "the fault's run", f"broke: {type(exc).__name__}: {exc}", False,
+                       time.monotonic() - started)
 
 
 def main() -> int:
