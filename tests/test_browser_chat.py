@@ -1,15 +1,22 @@
 """The Chat tab in real Chromium against `python app.py` on the simulated engine: thinking shown and folded,
-no thinking when disabled, Stop that makes the engine abort, and saved chats that survive a reload."""
+no thinking when disabled, Stop (button and Esc) that makes the engine abort, saved chats that survive a reload
+and a second tab, empty sends that change nothing, editing and retrying earlier messages, undo for delete and
+clear, a list of many chats with search, inline math, exports that never touch the server's disk, and the
+phone-width drawer."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
+from pathlib import Path
 
 import httpx
 import pytest
 from playwright.sync_api import expect
 
+from m3ui.conversation import AssistantTurn, Conversation
+from m3ui.conversation_store import chat_record, new_chat
 from tests.app_process import running_app
 from tests.browser import chromium_page
 
@@ -25,20 +32,37 @@ RECORD_THOUGHT_TITLES = """() => {
 }"""
 
 
+FEATURE_TIMEOUT_MS = 10_000  # for a control that is either there or not: fail fast when it is missing
+LABELS = {"#m3-send": "Send", "#m3-new-chat": "+ New chat", "#m3-regenerate": "↻ Regenerate", "#m3-clear": "Clear",
+          "#m3-rename-chat": "Rename", "#m3-delete-chat": "Delete"}
+
+
 @pytest.fixture(scope="module")
-def app(tmp_path_factory):
-    with running_app(tmp_path_factory.mktemp("chat")) as app:
+def app_tmp(tmp_path_factory) -> Path:
+    """The app's own temp folder (TMPDIR), to see what it writes there."""
+    tmp = tmp_path_factory.mktemp("chat")
+    (tmp / "tmp").mkdir()
+    return tmp
+
+
+@pytest.fixture(scope="module")
+def app(app_tmp):
+    with running_app(app_tmp, env={"TMPDIR": str(app_tmp / "tmp")}) as app:
         yield app
 
 
 @pytest.fixture
 def page(app):
     with chromium_page() as page:
-        page.set_default_timeout(UI_TIMEOUT_MS)
-        page.goto(app.url)
-        page.wait_for_selector("#m3-message textarea")
-        wait_engine_ready(page)
+        open_chat(page, app.url)
         yield page
+
+
+def open_chat(page, url: str) -> None:
+    page.set_default_timeout(UI_TIMEOUT_MS)
+    page.goto(url)
+    page.wait_for_selector("#m3-message textarea")
+    wait_engine_ready(page)
 
 
 def wait_engine_ready(page) -> None:
@@ -131,3 +155,197 @@ def test_a_reload_keeps_the_saved_conversations(page):
     chats.get_by_text("Solve step by step: 6 * 7").click()
     page.wait_for_function("document.querySelector('#m3-chatbot').innerText.includes('42')")
     assert "What is 2 + 2?" not in page.inner_text("#m3-chatbot")
+
+
+def ask(page, text: str) -> None:
+    send(page, text)
+    wait_answered(page)
+
+
+def chat_titles(page) -> list[str]:
+    return [t.strip() for t in page.locator("#m3-chat-list label").all_inner_texts()]
+
+
+def labels(page) -> dict[str, str]:
+    return {selector: page.inner_text(selector).strip() for selector in LABELS}
+
+
+def test_an_empty_send_or_regenerate_changes_nothing_on_the_page(page):
+    ask(page, "What is 2 + 2?")
+    before = page.inner_text("#m3-chatbot")
+    page.click("#m3-message textarea")
+    page.keyboard.press("Enter")
+    page.get_by_text("Type a message first.").first.wait_for()
+    time.sleep(0.5)
+    assert labels(page) == LABELS
+    assert page.inner_text("#m3-chatbot") == before
+    assert page.input_value("#m3-chat-title input, #m3-chat-title textarea") == "What is 2 + 2?"
+    page.click("#m3-new-chat")
+    page.wait_for_function("!document.querySelector('#m3-chatbot').innerText.includes('2 + 2')")
+    page.click("#m3-regenerate")
+    page.get_by_text("Nothing to regenerate yet").first.wait_for()
+    time.sleep(0.5)
+    assert labels(page) == LABELS
+    ask(page, "What is 3 + 3?")  # and the page still works
+    assert "6" in page.inner_text("#m3-chatbot")
+
+
+def test_two_tabs_of_one_browser_lose_no_chat(page, app):
+    second = page.context.new_page()
+    open_chat(second, app.url)
+    ask(page, "Alpha: what is 2 + 2?")
+    second.click("#m3-new-chat")
+    ask(second, "Bravo: what is 3 + 3?")
+    page.click("#m3-new-chat")
+    ask(page, "Charlie: what is 4 + 4?")
+    second.locator("#m3-chat-list").get_by_text("Charlie: what is 4 + 4?").wait_for()  # the other tab shows it without a reload
+    third = page.context.new_page()
+    open_chat(third, app.url)
+    third.locator("#m3-chat-list").get_by_text("Charlie: what is 4 + 4?").wait_for()
+    titles = chat_titles(third)
+    assert {"Alpha: what is 2 + 2?", "Bravo: what is 3 + 3?", "Charlie: what is 4 + 4?"} <= set(titles), titles
+
+
+def test_the_same_chat_changed_in_two_tabs_at_once_keeps_both_versions(page, app):
+    ask(page, "Shared: what is 2 + 2?")
+    second = page.context.new_page()
+    open_chat(second, app.url)
+    send(page, "Count to 20000", thinking="Disabled")  # this tab cannot take the other's change while it streams
+    page.wait_for_function("document.querySelector('#m3-chatbot').innerText.includes('100, 101')")
+    second.locator("#m3-chat-list").get_by_text("Shared: what is 2 + 2?").click()
+    ask(second, "From tab two: what is 5 + 5?")
+    page.click("#m3-stop")
+    wait_answered(page)
+    page.locator("#m3-chat-list").get_by_text("Copy: Shared: what is 2 + 2?").wait_for()
+    texts = " ".join(page.evaluate(
+        "Object.keys(localStorage).filter(k => k.startsWith('m3ui-chat:')).map(k => localStorage.getItem(k))"))
+    assert "From tab two: what is 5 + 5?" in texts and "100, 101" in texts
+
+
+def test_edit_an_earlier_question_resends_from_there_and_undo_restores_the_old_answers(page):
+    ask(page, "What is 2 + 2?")
+    ask(page, "What is 3 + 3?")
+    page.locator("#m3-chatbot").get_by_label("Edit").first.click(timeout=FEATURE_TIMEOUT_MS)
+    page.locator("#m3-chatbot textarea").first.fill("What is 5 + 5?")
+    page.locator("#m3-chatbot").get_by_label("Submit").first.click()
+    page.wait_for_selector("#m3-send", state="visible")
+    page.wait_for_function("document.querySelector('#m3-chatbot').innerText.includes('10')")
+    chat = page.inner_text("#m3-chatbot")
+    assert "3 + 3" not in chat and "2 + 2" not in chat
+    assert "answers after it are replaced" in page.inner_text(".m3-chat-hint")
+    page.click("#m3-undo")
+    page.wait_for_function("document.querySelector('#m3-chatbot').innerText.includes('3 + 3')")
+    assert "5 + 5" not in page.inner_text("#m3-chatbot")
+
+
+def test_retry_and_remove_one_earlier_message(page):
+    ask(page, "What is 2 + 2?")
+    ask(page, "What is 3 + 3?")
+    page.locator("#m3-chatbot .message-row.user-row").first.locator(".message").click()
+    page.click("#m3-delete-exchange", timeout=FEATURE_TIMEOUT_MS)
+    page.wait_for_function("!document.querySelector('#m3-chatbot').innerText.includes('2 + 2')")
+    assert "3 + 3" in page.inner_text("#m3-chatbot")
+    ask(page, "What is 4 + 4?")
+    page.locator("#m3-chatbot .message-row.user-row").first.locator(".message").click()
+    page.click("#m3-retry-from")
+    page.wait_for_selector("#m3-send", state="visible")
+    page.wait_for_function("!document.querySelector('#m3-chatbot').innerText.includes('4 + 4')")
+    assert "3 + 3" in page.inner_text("#m3-chatbot")
+
+
+def test_esc_stops_an_answer_and_enter_while_streaming_queues_the_message(page):
+    send(page, "Count to 20000", thinking="Disabled")
+    page.wait_for_function("document.querySelector('#m3-chatbot').innerText.includes('100, 101')")
+    page.fill("#m3-message textarea", "What is 2 + 2?")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#m3-queued", state="visible", timeout=FEATURE_TIMEOUT_MS)
+    assert page.input_value("#m3-message textarea") == "What is 2 + 2?"  # kept, not swallowed
+    page.keyboard.press("Escape")
+    page.locator("#m3-chatbot").get_by_text("Stopped").wait_for()
+    page.wait_for_function("document.querySelector('#m3-chatbot').innerText.includes('What is 2 + 2?')")
+    wait_answered(page)
+    assert page.locator("#m3-queued").is_hidden()
+    assert "20000." not in page.inner_text("#m3-chatbot")
+
+
+def test_delete_and_clear_can_be_undone(page):
+    ask(page, "Keep me: what is 2 + 2?")
+    page.click("#m3-delete-chat")
+    page.wait_for_function("!document.querySelector('#m3-chat-list').innerText.includes('Keep me')")
+    page.locator("#m3-undo").click(timeout=FEATURE_TIMEOUT_MS)
+    page.locator("#m3-chat-list").get_by_text("Keep me: what is 2 + 2?").wait_for()
+    page.wait_for_function("document.querySelector('#m3-chatbot').innerText.includes('Keep me')")
+    page.click("#m3-clear")
+    page.wait_for_function("!document.querySelector('#m3-chatbot').innerText.includes('Keep me')")
+    page.click("#m3-undo")
+    page.wait_for_function("document.querySelector('#m3-chatbot').innerText.includes('Keep me')")
+    page.reload()
+    page.wait_for_selector("#m3-message textarea")
+    page.locator("#m3-chat-list").get_by_text("Keep me: what is 2 + 2?").click()
+    page.wait_for_function("document.querySelector('#m3-chatbot').innerText.includes('4')")
+
+
+def seeded_records(count: int) -> list[dict]:
+    records = []
+    for number in range(count):
+        chat = new_chat()
+        text = "We talked about Oslo fjords." if number == 7 else f"Chat number {number}."
+        chat = chat.with_conversation(Conversation().ask(f"Question {number}").add(AssistantTurn(text)))
+        records.append(chat_record(chat))
+    return records
+
+
+def test_sixty_chats_scroll_with_the_actions_in_view_and_search_finds_text(page):
+    records = seeded_records(60)
+    page.evaluate("rs => rs.forEach(r => localStorage.setItem('m3ui-chat:' + r.id, JSON.stringify(r)))", records)
+    page.reload()
+    page.wait_for_selector("#m3-message textarea")
+    page.locator("#m3-chat-list").get_by_text("Question 59", exact=True).wait_for()
+    assert chat_titles(page)[:2] == ["Question 59", "Question 58"]  # newest first
+    assert page.evaluate("(e => e.scrollHeight > e.clientHeight + 100)(document.querySelector('#m3-chat-list'))")
+    for action in ("#m3-new-chat", "#m3-delete-chat", "#m3-export-md", "#m3-chat-search"):
+        box = page.locator(action).bounding_box()
+        assert box and box["y"] + box["height"] <= 900, action
+    page.fill("#m3-chat-search input, #m3-chat-search textarea", "fjords")
+    page.wait_for_function("document.querySelectorAll('#m3-chat-list label').length === 1")
+    assert chat_titles(page) == ["Question 7"]
+    send(page, "```python\nprint(1)\n```\nWhy does **this** fail?")
+    wait_answered(page)
+    assert page.input_value("#m3-chat-title input, #m3-chat-title textarea") == "Question 7"
+    page.click("#m3-new-chat")
+    page.fill("#m3-chat-search input, #m3-chat-search textarea", "")
+    ask(page, "```python\nprint(1)\n```\nWhy does **this** fail?")
+    assert chat_titles(page)[0] == "Why does this fail?"
+
+
+def test_inline_and_display_math_render_and_code_keeps_its_copy_button(page):
+    ask(page, "Inline $x^2$ and display $$y^2$$ then\n```python\nprint(1)\n```")
+    question = page.locator("#m3-chatbot .message-row.user-row").first
+    assert question.locator(".katex").count() == 2
+    assert question.locator(".copy_code_button").count() == 1
+
+
+def test_export_downloads_the_chat_and_writes_nothing_on_the_server(page, app_tmp):
+    ask(page, "Export me: what is 2 + 2?")
+    with page.expect_download(timeout=FEATURE_TIMEOUT_MS) as download:
+        page.click("#m3-export-md")
+    assert download.value.suggested_filename == "export-me-what-is-2-2.md"
+    assert "Export me: what is 2 + 2?" in Path(download.value.path()).read_text()
+    with page.expect_download(timeout=FEATURE_TIMEOUT_MS) as download:
+        page.click("#m3-export-json")
+    assert json.loads(Path(download.value.path()).read_text())["turns"][0]["content"] == "Export me: what is 2 + 2?"
+    assert not list((app_tmp / "tmp").glob("m3ui-exports-*"))
+
+
+def test_phone_width_folds_the_chat_list_into_a_drawer_and_the_chat_fills_the_height(app):
+    with chromium_page(viewport=(390, 844)) as page:
+        open_chat(page, app.url)
+        ask(page, "Phone: what is 2 + 2?")
+        assert page.locator("#m3-chat-list").is_hidden()
+        page.click("#m3-chats-toggle", timeout=FEATURE_TIMEOUT_MS)
+        page.locator("#m3-chat-list").get_by_text("Phone: what is 2 + 2?").click()
+        page.wait_for_selector("#m3-chat-list", state="hidden")
+        chat = page.locator("#m3-chatbot").bounding_box()
+        assert chat["height"] >= 0.55 * 844, chat
+        composer = page.locator("#m3-message").bounding_box()
+        assert 0 <= composer["y"] - (chat["y"] + chat["height"]) < 120  # the message box right under the chat

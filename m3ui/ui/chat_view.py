@@ -170,7 +170,7 @@ def _wire(ui: ChatTabUI, chat: ChatController) -> None:
     ui.delete_exchange.click(chat.delete_exchange, [ui.library, ui.selected], view, **quick)
     ui.new_chat.click(chat.new_chat, [ui.library, ui.system_prompt], view, **quick)
     ui.chat_picker.input(chat.switch, [ui.library, ui.chat_picker], view, **quick)
-    ui.search.input(chat.search, [ui.library, ui.search], view, **quick)
+    ui.search.change(chat.search, [ui.library, ui.search], view, **quick)
     gr.on([ui.rename.click, ui.title.submit], chat.rename, [ui.library, ui.title], view, **quick)
     ui.delete.click(chat.delete, [ui.library], view, **quick)
     gr.on([ui.clear.click, ui.chatbot.clear], chat.clear, [ui.library], view, **quick)
