@@ -36,18 +36,20 @@ def engine(tmp_path, monkeypatch):
     supervisor.close(grace=1)
 
 
-def ask(question: str) -> AnswerRequest:
+def ask(question: str, mode: str = "enabled") -> AnswerRequest:
     return AnswerRequest(new_chat().with_conversation(Conversation().ask(question)),
-                         GenerationSettings(thinking_mode="enabled"))
+                         GenerationSettings(thinking_mode=mode))
 
 
 def test_without_a_reasoning_parser_the_thinking_still_goes_to_the_reasoning_pane(engine):
     link = engine(reasoning_parser=None)
-    final = list(link_runner(link).answer("s1", ask("What is 2 + 2?")))[-1]
-    answer = final.chat.conversation.turns[-1]
-    assert isinstance(answer, AssistantTurn) and final.chat.notes == ()
-    assert answer.reasoning and answer.content
-    assert "mm:think" not in answer.content + answer.reasoning
+    runner = link_runner(link)
+    for mode in ("enabled", "adaptive"):  # the template opens the block / the model writes its own opener
+        final = list(runner.answer("s1", ask("What is 17 * 23?", mode)))[-1]  # the sim thinks on arithmetic
+        answer = final.chat.conversation.turns[-1]
+        assert isinstance(answer, AssistantTurn) and final.chat.notes == (), mode
+        assert "mm:think" not in answer.content + answer.reasoning, (mode, answer)
+        assert answer.reasoning.startswith("The user wants 17 × 23") and answer.content == "391", (mode, answer)
 
 
 def test_an_engine_killed_mid_answer_is_explained_once_with_its_diagnosis(engine, monkeypatch):
