@@ -17,6 +17,7 @@ from m3ui.client.events import (
     Usage,
 )
 from m3ui.client.request import ForceTool, ToolChoice, WireMessage, WireTool
+from m3ui.client.safe_text import safe_text
 from m3ui.client.settings import (
     MAX_STALL_SECONDS,
     MIN_STALL_SECONDS,
@@ -56,5 +57,6 @@ __all__ = [
     "Usage",
     "WireMessage",
     "WireTool",
+    "safe_text",
     "validate_thinking_mode",
 ]
