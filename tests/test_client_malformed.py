@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 import time
 
 import pytest
@@ -57,6 +58,24 @@ def test_a_web_page_instead_of_a_stream_says_the_address_may_be_wrong():
     [error] = events
     assert error.kind == "protocol" and "a web page, not a chat stream" in error.message
     assert server.base_url in error.message and "Welcome to nginx!" in error.message
+
+
+def test_a_web_page_that_stalls_is_given_up_at_the_stall_limit():
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        endpoint = EndpointConfig(base_url=f"http://127.0.0.1:{listener.getsockname()[1]}/v1")
+
+        def headers_only() -> None:
+            connection, _ = listener.accept()
+            connection.recv(65536)
+            connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 1000\r\n\r\n")
+            time.sleep(5)
+            connection.close()
+
+        threading.Thread(target=headers_only, daemon=True).start()
+        [error] = list(ChatClient(endpoint).stream(HELLO, GenerationSettings(stall_seconds=1)))
+    assert error.kind == "stall"
 
 
 def test_a_json_document_instead_of_a_stream_is_named_as_such():

@@ -116,15 +116,15 @@ class ChatStream:
             sdk_stream.close()
 
     def _read(self, sdk_stream: SdkStream, timer: StreamTimer) -> Iterator[StreamEvent]:
-        wrong_body = not_an_event_stream(sdk_stream.response, self._base_url)
-        if wrong_body is not None:
-            yield wrong_body
-            return
         tool_calls = ToolCallAssembler()
         cap = OutputCap(self._settings.max_tokens)
         finish_reason: str | None = None
         usage: Usage | None = None
         try:
+            wrong_body = not_an_event_stream(sdk_stream.response, self._base_url)  # reads: may stall
+            if wrong_body is not None:
+                yield wrong_body
+                return
             for chunk in sdk_stream:
                 try:
                     events = self._chunk_events(chunk, timer, tool_calls)
