@@ -309,6 +309,8 @@ def test_sixty_chats_scroll_with_the_actions_in_view_and_search_finds_text(page)
     page.fill("#m3-chat-search input, #m3-chat-search textarea", "fjords")
     page.wait_for_function("document.querySelectorAll('#m3-chat-list label').length === 1")
     assert chat_titles(page) == ["Question 7"]
+    page.locator("#m3-chat-list").get_by_text("Question 7", exact=True).click()
+    page.wait_for_function("document.querySelector('#m3-chatbot').innerText.includes('fjords')")
     send(page, "```python\nprint(1)\n```\nWhy does **this** fail?")
     wait_answered(page)
     assert page.input_value("#m3-chat-title input, #m3-chat-title textarea") == "Question 7"

@@ -218,3 +218,17 @@ def test_an_error_inside_a_turn_ends_it_with_a_note_and_the_page_idle():
     assert final[SEND]["visible"] is True and final[STOP]["visible"] is False
     assert "internal error" in final[CHATBOT][-1].content
     assert final[LIBRARY].active.conversation.turns[0].content == "hi ? there"
+
+
+def test_chats_saved_the_old_way_are_written_as_records_once():
+    """Before per-chat records, the whole library was one BrowserState value: an upgrade must lose none of it."""
+    conversation = {"format": "m3ui.conversation", "version": 1, "system_prompt": "",
+                    "turns": [{"role": "user", "content": "old question"}]}
+    legacy = {"version": 1, "active": "abc123", "chats": [
+        {"id": "abc123", "title": "Old chat", "updated_at": 5.0, "conversation": conversation, "notes": []},
+        {"id": "../x", "title": "bad", "conversation": conversation}, "junk"]}
+    shown = controller(None).load({"records": [], "migrated": False}, legacy)
+    (record,) = shown[OUTBOX]
+    assert record["id"] == "abc123" and record["title"] == "Old chat" and record["base"] is None
+    assert shown[LIBRARY].active.conversation.turns[0].content == "old question"
+    assert controller(None).load({"records": [], "migrated": True}, legacy)[OUTBOX] == SKIP

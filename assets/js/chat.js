@@ -7,6 +7,7 @@
 // - at phone width the chat list is a drawer.
 (() => {
   const PREFIX = "m3ui-chat:";
+  const MIGRATED = "m3ui-chats-migrated"; // set once chats saved the old way are written as records
   const FULL = "This browser's storage is full: the latest change is not saved. Export the chat, or delete old chats.";
   let moved = {}; // chat id -> id of the copy ours was saved as, for the next sync
   let syncWanted = false;
@@ -29,7 +30,7 @@
         if (record) records.push(record);
       }
     }
-    const reply = {records, moved};
+    const reply = { records, moved, migrated: localStorage.getItem(MIGRATED) === "1" };
     moved = {};
     return reply;
   }
@@ -57,6 +58,7 @@
           merge = true;
         }
       }
+      if (batch.length) localStorage.setItem(MIGRATED, "1");
       warn("");
     } catch (e) {
       warn(FULL);

@@ -15,6 +15,7 @@ from gradio.context import Context
 
 from m3ui.client import GenerationSettings
 from m3ui.client.settings import GREEDY_TEMPERATURE, MAX_STALL_SECONDS, MIN_STALL_SECONDS
+from m3ui.legacy_chats import LEGACY_STORAGE_KEY, legacy_secret
 from m3ui.services import AppServices
 from m3ui.ui.chat.controller import ChatController
 from m3ui.ui.chat.view_slots import SLOTS
@@ -31,7 +32,7 @@ LATEX_DELIMITERS = [{"left": "$$", "right": "$$", "display": True}, {"left": "$"
                     {"left": "\\(", "right": "\\)", "display": False}, {"left": "\\[", "right": "\\]", "display": True}]
 DEFAULTS = GenerationSettings()
 # The page script's entry points (assets/js/chat.js): what the browser stores, downloads, and the drawer.
-READ_BROWSER_JS = "() => [window.m3uiChats.read()]"
+READ_BROWSER_JS = "(browser, legacy) => [window.m3uiChats.read(), legacy]"
 SYNC_BROWSER_JS = "(library, browser) => [library, window.m3uiChats.read()]"
 WRITE_BROWSER_JS = "(records) => { window.m3uiChats.write(records); }"
 DOWNLOAD_JS = "(document) => { window.m3uiChats.download(document); }"
@@ -43,6 +44,7 @@ class ChatTabUI:
     library: gr.State
     outbox: gr.JSON
     browser: gr.JSON
+    legacy: gr.BrowserState | gr.State  # chats saved the old way (m3ui.legacy_chats); a State when there are none
     sync: gr.Button
     drawer: gr.Button
     new_chat: gr.Button
@@ -88,12 +90,13 @@ class ChatTabUI:
 
 
 def build_chat_tab(services: AppServices) -> ChatTabUI:
-    ui = _layout()
+    ui = _layout(legacy_secret(services.data_dir))
     _wire(ui, ChatController(chat_runner(services)))
     return ui
 
 
-def _layout() -> ChatTabUI:
+def _layout(legacy_key: str | None) -> ChatTabUI:
+    legacy = gr.BrowserState(None, storage_key=LEGACY_STORAGE_KEY, secret=legacy_key) if legacy_key else gr.State(None)
     library = gr.State(None)  # a page's own library comes from its browser at load (see ChatController.owned)
     outbox = gr.JSON(None, visible=False)  # records for the browser to store (chat.js writes them)
     browser = gr.JSON(None, visible=False)  # what the browser holds, read by chat.js for load and sync
@@ -149,8 +152,8 @@ def _layout() -> ChatTabUI:
                 keep_reasoning = gr.Checkbox(False, label="Send earlier reasoning back", info=KEEP_REASONING_INFO)
             system_prompt = gr.Textbox(label="System prompt", lines=3, max_lines=12, placeholder="Optional",
                                        elem_id="m3-system-prompt")
-    return ChatTabUI(library, outbox, browser, sync, drawer, new_chat, search, chat_picker, title, rename, delete,
-                     export_md, export_json, download, undo, chatbot, selected, message_actions, selected_label,
+    return ChatTabUI(library, outbox, browser, legacy, sync, drawer, new_chat, search, chat_picker, title, rename,
+                     delete, export_md, export_json, download, undo, chatbot, selected, message_actions, selected_label,
                      retry_from, delete_exchange, message, send, stop, regenerate, clear, thinking_mode, temperature,
                      top_p, max_tokens, stall_seconds, greedy, defaults, keep_reasoning, system_prompt)
 
@@ -187,4 +190,4 @@ def _wire(ui: ChatTabUI, chat: ChatController) -> None:
                       None, [ui.thinking_mode, ui.temperature, ui.top_p, ui.max_tokens, ui.stall_seconds], queue=False)
     page = Context.root_block
     if page is not None:  # the saved chats come back when the page (re)loads
-        page.load(chat.load, [ui.browser], view, js=READ_BROWSER_JS, queue=False)
+        page.load(chat.load, [ui.browser, ui.legacy], view, js=READ_BROWSER_JS, queue=False)

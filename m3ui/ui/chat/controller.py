@@ -14,6 +14,7 @@ from m3ui.chat_session import AnswerRequest, ChatRunner, SessionBusy, transcript
 from m3ui.client import GenerationSettings
 from m3ui.conversation import Conversation, LoopOptions
 from m3ui.conversation_store import ChatLibrary, ChatNote, SavedChat, export_documents
+from m3ui.legacy_chats import legacy_chats
 from m3ui.ui.chat.view_slots import SLOTS, VIEW_SIZE
 from m3ui.ui.chat_controls import session_key, settings_from_form
 from m3ui.ui.chat_render import render
@@ -99,10 +100,12 @@ class ChatController:
 
     # --- the library: load, sync with other pages, pick, rename, delete, clear, undo, search, export
 
-    def load(self, browser: object) -> tuple[object, ...]:
-        """The page opened: its chats come from the browser's storage (records, untrusted)."""
-        records = browser.get("records") if isinstance(browser, dict) else None
-        return self.show(ChatLibrary.from_records(records))
+    def load(self, browser: object, legacy: object = None) -> tuple[object, ...]:
+        """The page opened: its chats come from the browser's storage (records, untrusted), plus, until the
+        browser is migrated, the chats it saved the old way (written as records by this first show)."""
+        browser = browser if isinstance(browser, dict) else {}
+        unsaved = [] if browser.get("migrated") is True else legacy_chats(legacy)
+        return self.show(ChatLibrary.from_records(browser.get("records"), unsaved=unsaved))
 
     def sync(self, library: ChatLibrary | None, browser: object) -> tuple[object, ...]:
         """Another page changed the browser's chats (or one of ours was saved as a copy): show them all."""
