@@ -27,7 +27,7 @@ from m3ui.web.mounts import GradioMount
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 # Every page's styles, and its scripts (assets/js/*.js, each one concern, run once per page load).
-CSS_FILES = ("m3ui.css", "theme.css")
+CSS_FILES = ("m3ui.css", "theme.css", "phone.css")
 JS_DIR = ASSETS / "js"
 ADMIN_PATH = "/admin"
 # Components through which a browser uploads files (the upload route is refused for an app without one).
