@@ -1,0 +1,76 @@
+"""What the chat core puts on the page, in real Chromium against `python app.py` on the simulated engine: the
+decode rate of a short answer is "—" rather than an absurd figure, a tool-call step shows its token counts and
+timing like any answer, and a lone surrogate typed into the box neither breaks the turn nor the next one."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.app_process import running_app
+from tests.browser import chromium_page
+
+pytestmark = pytest.mark.browser
+UI_TIMEOUT_MS = 60_000
+RATE = re.compile(r"(—|[\d.]+) tok/s")
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    with running_app(tmp_path_factory.mktemp("chat-core")) as app:
+        yield app
+
+
+@pytest.fixture
+def page(app):
+    with chromium_page() as page:
+        page.set_default_timeout(UI_TIMEOUT_MS)
+        page.goto(app.url)
+        page.wait_for_selector("#m3-header")
+        page.wait_for_function("document.querySelector('#m3-header').innerText.includes('ready')")
+        yield page
+
+
+def ask(page, text: str, prefix: str = "m3") -> None:
+    page.fill(f"#{prefix}-message textarea", text)
+    send_and_wait(page, prefix)
+
+
+def send_and_wait(page, prefix: str = "m3") -> None:
+    page.keyboard.press("Enter")
+    page.wait_for_selector(f"#{prefix}-stop", state="visible")
+    page.wait_for_selector(f"#{prefix}-send", state="visible")
+    page.wait_for_selector(f"#{prefix}-stop", state="hidden")
+
+
+def rates(page, chatbot: str = "#m3-chatbot") -> list[str]:
+    return [RATE.search(text).group(1) for text in page.locator(f"{chatbot} .m3-stats").all_inner_texts()]
+
+
+def test_a_two_token_answer_shows_a_dash_for_its_rate_and_a_long_one_a_figure(page):
+    ask(page, "Count to 1")
+    assert rates(page) == ["—"]
+    ask(page, "Count to 120")
+    short, long = rates(page)
+    assert short == "—" and 1 < float(long) < 5000, long
+
+
+def test_a_tool_call_step_shows_its_token_counts_and_timing(page):
+    page.get_by_role("tab", name="Tools").click()
+    page.wait_for_selector("#m3-tools-message textarea")
+    ask(page, "What's the weather in Paris?", "m3-tools")
+    figures = page.locator("#m3-tools-chatbot .m3-stats").all_inner_texts()
+    assert len(figures) == 2, figures  # the tool-call step's, then the answer's
+    assert re.search(r"TTFT [\d.]+ s · .* → \d+ tokens", figures[0]), figures[0]
+
+
+def test_a_lone_surrogate_typed_is_shown_replaced_and_the_next_send_still_works(page):
+    box = page.locator("#m3-message textarea")
+    box.evaluate("(el) => { el.value = 'x \\ud83d y'; el.dispatchEvent(new Event('input', {bubbles: true})); }")
+    box.focus()
+    send_and_wait(page)
+    ask(page, "Count to 3")
+    text = page.inner_text("#m3-chatbot")
+    assert "1, 2, 3." in text and "Error" not in text
+    assert re.search(r"x [\ufffd?] y", text), text
