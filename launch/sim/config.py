@@ -32,8 +32,8 @@ class SimConfig:
     gpu_mem_gb: float
     ram_gb: float
     startup_seconds: float
-    # Decode speed of one request alone with every routed expert on the CPU; the routing model scales it up
-    # by the share of expert activations that hit GPU-resident experts.
+    # Decode speed of one request alone with every routed expert on the CPU; launch.decode_speed scales it up
+    # by where the expert activations land.
     decode_tps: float
     prefill_tps: float  # CPU-expert prefill (KT hybrid, short prompts)
     gpu_prefill_tps: float  # layerwise full-GPU prefill above --kt-gpu-prefill-token-threshold

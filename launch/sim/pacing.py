@@ -2,15 +2,17 @@
 
 Prefill runs at M3UI_SIM_PREFILL_TPS with CPU experts, or at M3UI_SIM_GPU_PREFILL_TPS on the layerwise
 full-GPU path for prompts longer than --kt-gpu-prefill-token-threshold; tokens already in the prefix cache
-cost nothing. A decode step's time comes from the routing model (more activations on CPU experts, slower
-step), and a batch of several running requests shares each step's expert traffic, so every request slows
-down as concurrency grows while the total throughput still rises. M3UI_SIM_UNTHROTTLED=1: no waiting.
+cost nothing. A decode step's time comes from where its activations land (`launch.decode_speed`, the model the
+placement planner predicts with), and a batch of several running requests shares each step's expert traffic,
+so every request slows down as concurrency grows while the total throughput still rises.
+M3UI_SIM_UNTHROTTLED=1: the engine never waits, but these are still the simulated times it reports in its
+latency metrics, so a fast run measures the same decode speed as a paced one.
 """
 
 from __future__ import annotations
 
+from launch.decode_speed import ALL_CPU_STEP
 from launch.sim.config import SimConfig
-from launch.sim.routing import CPU_EXPERT_SLOWDOWN, RoutingModel
 
 PREFILL_OVERHEAD_S = 0.06  # scheduling, tokenization and the first sampling step
 BATCH_SLOWDOWN = 0.35  # each extra running request adds this share of a step (CPU experts are the bottleneck)
@@ -20,22 +22,19 @@ class Pacing:
     def __init__(self, config: SimConfig, gpu_prefill_threshold: int | None) -> None:
         self._config = config
         self._threshold = gpu_prefill_threshold
-        # M3UI_SIM_DECODE_TPS is the all-CPU-experts speed; the routing model's base is the all-GPU one.
-        self._all_gpu_tps = config.decode_tps * (1 + CPU_EXPERT_SLOWDOWN)
+        # M3UI_SIM_DECODE_TPS is the all-CPU-experts speed; step times are relative to the all-GPU one.
+        self._all_gpu_tps = config.decode_tps * ALL_CPU_STEP
 
     @property
     def throttled(self) -> bool:
         return not self._config.unthrottled
 
     def prefill_seconds(self, new_tokens: int, prompt_tokens: int) -> float:
-        if not self.throttled:
-            return 0.0
         on_gpu = self._threshold is not None and prompt_tokens > self._threshold
         rate = self._config.gpu_prefill_tps if on_gpu else self._config.prefill_tps
         return PREFILL_OVERHEAD_S + new_tokens / rate
 
-    def decode_seconds(self, gpu_hit_share: float, running: int) -> float:
-        if not self.throttled:
-            return 0.0
-        alone = RoutingModel.decode_seconds_per_token(gpu_hit_share, self._all_gpu_tps)
+    def decode_seconds(self, step_time: float, running: int) -> float:
+        """One decode step of `running` requests; `step_time` relative to all-GPU (RoutedBatch.step_time)."""
+        alone = step_time / self._all_gpu_tps
         return alone * (1 + BATCH_SLOWDOWN * max(0, running - 1))

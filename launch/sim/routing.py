@@ -1,11 +1,20 @@
 """The simulated engine's expert routing: which experts each token activates, and what that costs.
 
-Popularity model (per MoE layer, over its routed experts):
-    p = BASE_SHARE * zipf(base permutation) + (1 - BASE_SHARE) * zipf(topic permutation)
-The base permutation is fixed, so some experts are hot in every conversation; the topic permutation is
-drawn from a stable hash of the topic key, so different conversations light up different experts.
-zipf(perm)[e] ∝ 1 / (perm[e] + 1) ** ZIPF_EXPONENT. Popularity belongs to the (simulated) model, not to
-the sampling seed: traffic recorded in one run predicts the next, which is what frequency placement needs.
+Popularity (per MoE layer l at depth d = 0..1, over its routed experts) is a softmax of logits:
+    BASE(d) * z_model + TOPIC(d) * z_topic + REQUEST * z_request + DRIFT * z_drift(clock)
+- z_model: fixed per (layer, expert): some experts are busy in every conversation (the model's own bias);
+- z_topic: drawn from a stable hash of the conversation's topic: a domain lights up its own experts;
+- z_request: drawn from the request id: a request keeps coming back to its experts (sticky within a request);
+- z_drift: rotates slowly with the tokens the engine has routed (one turn per DRIFT_PERIOD_TOKENS).
+BASE grows with depth (skew tends to grow with depth), so layers differ in concentration. The scales are
+fitted so that mixed traffic is near-balanced, one domain or one request is clearly skewed, a frequency
+placement built on one topic mix keeps about half its gain on another, and frequency over uniform gives
+the published decode gains through `launch.decode_speed` (see there; `benchmarks/bench_placement.py`
+prints them). Facts behind the shape, as cited in m3ui issue 13: KTransformers' expert-scheduling tutorial
+(Qwen3-Next-80B-A3B-FP8, TP4, ShareGPT) and the observation that routing is near-balanced over mixed
+traffic, skewed within a domain or a short window, and uneven across layers.
+Popularity belongs to the (simulated) model, not to the sampling seed: traffic recorded in one run predicts
+the next, which is what frequency placement needs.
 
 Sampling: for up to EXACT_TOKEN_LIMIT tokens, each token picks `experts_per_token` distinct experts per
 MoE layer (k draws from p, redrawn until distinct: a set S comes up with probability ∝ prod p[S]).
@@ -13,7 +22,7 @@ Larger batches (prefill) draw each layer's counts at once from a multinomial of 
 from p, capped at one hit per token per expert: the with-replacement approximation is off by little
 because p stays far below 1/k, and it keeps a 4000-token prefill around a millisecond.
 
-Decode cost: see `RoutingModel.decode_seconds_per_token`.
+Decode cost: `launch.decode_speed` (the same model the placement planner predicts with).
 """
 
 from __future__ import annotations
@@ -26,15 +35,16 @@ from functools import lru_cache
 
 import numpy as np
 
+from launch.decode_speed import relative_step_time
 from launch.model_config import ModelShape
 
-ZIPF_EXPONENT = 1.0
-BASE_SHARE = 0.4
+BASE_SCALE = (0.11, 0.37)  # logit scale of the model's own bias at the first and the last MoE layer
+TOPIC_SCALE = (0.55, 0.58)  # the same for the topic's tilt
+REQUEST_SCALE = 0.16
+DRIFT_SCALE = 0.05
+DRIFT_PERIOD_TOKENS = 5_000_000
+DRIFT_STEPS = 256  # the drift moves in this many steps per turn, so popularity can be cached between steps
 EXACT_TOKEN_LIMIT = 32
-# A decode step whose routed activations all land on CPU experts takes (1 + this) times as long as one
-# that stays on the GPU: CPU experts stream weights from DRAM at a fraction of HBM bandwidth, partly
-# hidden behind the GPU's share of the layer.
-CPU_EXPERT_SLOWDOWN = 3.0
 
 _KEYWORD = re.compile(r"[^\W\d_]{4,}")
 _FILLER_WORDS = frozenset({
@@ -51,6 +61,7 @@ class RoutedBatch:
     counts: np.ndarray  # int32 [num_layers, num_experts]: activations per expert, zero rows for dense layers
     gpu_hit_share: float  # share of the activations that hit GPU-resident experts (1.0 when there are none)
     activations: int  # counts.sum()
+    step_time: float  # a decode step of this routing relative to an all-GPU one (launch.decode_speed)
 
 
 def topic_key(prompt: str, max_words: int = 3) -> str:
@@ -73,24 +84,26 @@ class RoutingModel:
         self._moe_rows = np.asarray(shape.moe_layer_ids, dtype=np.intp)
         self._moe_gpu_mask = gpu_mask[self._moe_rows].astype(bool)
         self._rng = np.random.default_rng(seed)
+        self._tokens_routed = 0  # the drift's clock
         self._lock = threading.Lock()  # numpy Generators are not thread-safe; handlers route concurrently
 
-    def popularity(self, topic: str) -> np.ndarray:
-        """float64 [num_moe_layers, num_experts], rows summing to 1: the routing probabilities for `topic`."""
-        moe_layers, experts = len(self._moe_rows), self._shape.num_routed_experts
-        base = _zipf_rows((0,), moe_layers, experts)
-        topical = _zipf_rows((1, _stable_hash(topic)), moe_layers, experts)
-        return BASE_SHARE * base + (1.0 - BASE_SHARE) * topical
+    def popularity(self, topic: str, request: str = "", tokens_routed: int = 0) -> np.ndarray:
+        """float64 [num_moe_layers, num_experts], rows summing to 1: the routing probabilities of a request
+        `request` about `topic` after the engine routed `tokens_routed` tokens ("" : no request tilt)."""
+        step = int(tokens_routed * DRIFT_STEPS // DRIFT_PERIOD_TOKENS) % DRIFT_STEPS
+        return _popularity(_stable_hash(topic), _stable_hash(request) if request else None, step,
+                           len(self._moe_rows), self._shape.num_routed_experts)
 
-    def route(self, topic: str, num_tokens: int) -> RoutedBatch:
-        """Route `num_tokens` tokens of a conversation about `topic` through every MoE layer."""
+    def route(self, topic: str, num_tokens: int, request: str = "") -> RoutedBatch:
+        """Route `num_tokens` tokens of request `request` in a conversation about `topic` through every MoE layer."""
         if num_tokens < 0:
             raise ValueError(f"num_tokens must be >= 0, got {num_tokens}")
         counts = np.zeros((self._shape.num_layers, self._shape.num_routed_experts), dtype=np.int32)
         if num_tokens == 0 or len(self._moe_rows) == 0:
-            return RoutedBatch(counts, 1.0, 0)
-        probabilities = self.popularity(topic)
+            return RoutedBatch(counts, 1.0, 0, 1.0)
         with self._lock:
+            probabilities = self.popularity(topic, request, self._tokens_routed)
+            self._tokens_routed += num_tokens
             if num_tokens <= EXACT_TOKEN_LIMIT:
                 moe_counts = self._exact_counts(probabilities, num_tokens)
             else:
@@ -100,7 +113,11 @@ class RoutingModel:
         counts[self._moe_rows] = moe_counts
         activations = int(moe_counts.sum())
         hits = int(moe_counts[self._moe_gpu_mask].sum())
-        return RoutedBatch(counts, hits / activations if activations else 1.0, activations)
+        # The step's time follows the expected misses (the popularity), not this handful of draws: the speed
+        # model is stated for a layer's miss share over many tokens, which is what the planner predicts from.
+        expected_misses = 1.0 - (probabilities * self._moe_gpu_mask).sum(axis=1)
+        step = relative_step_time(expected_misses, self._shape.experts_per_token)
+        return RoutedBatch(counts, hits / activations if activations else 1.0, activations, step)
 
     def _exact_counts(self, probabilities: np.ndarray, num_tokens: int) -> np.ndarray:
         """Each token draws top-k experts per layer from p with replacement, redrawn until all are distinct."""
@@ -122,31 +139,33 @@ class RoutingModel:
             pending[tokens, layers] = (ordered[:, 1:] == ordered[:, :-1]).any(axis=1)
         return np.bincount(picks.ravel(), minlength=moe_layers * experts).reshape(moe_layers, experts)
 
-    @staticmethod
-    def decode_seconds_per_token(gpu_hit_share: float, base_tps: float) -> float:
-        """Seconds one decode step takes: (1 / base_tps) * (1 + CPU_EXPERT_SLOWDOWN * (1 - gpu_hit_share)).
-
-        `base_tps` is the decode speed when every routed activation hits a GPU expert (hit share 1.0, the
-        fastest); each activation served by a CPU expert adds time linearly, so an all-CPU step is
-        (1 + CPU_EXPERT_SLOWDOWN) times slower.
-        """
-        if base_tps <= 0:
-            raise ValueError(f"base_tps must be > 0, got {base_tps}")
-        miss_share = 1.0 - min(max(gpu_hit_share, 0.0), 1.0)
-        return (1.0 + CPU_EXPERT_SLOWDOWN * miss_share) / base_tps
-
 
 def _stable_hash(text: str) -> int:
     """A 64-bit hash that, unlike hash(), is the same in every process."""
     return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
 
 
-@lru_cache(maxsize=256)
-def _zipf_rows(entropy: tuple[int, ...], moe_layers: int, experts: int) -> np.ndarray:
-    """Per-layer Zipf weights over a random permutation of the experts (cached: topics repeat every turn)."""
-    rng = np.random.default_rng(list(entropy))
-    ranks = rng.permuted(np.tile(np.arange(experts), (moe_layers, 1)), axis=1)
-    weights = 1.0 / (ranks + 1.0) ** ZIPF_EXPONENT
+@lru_cache(maxsize=512)
+def _popularity(topic: int, request: int | None, drift_step: int, moe_layers: int, experts: int) -> np.ndarray:
+    """Softmax over the logits of the module docstring (cached: a request asks for its own every token)."""
+    depth = np.linspace(0.0, 1.0, moe_layers)[:, None] if moe_layers > 1 else np.zeros((1, 1))
+    logits = (BASE_SCALE[0] + (BASE_SCALE[1] - BASE_SCALE[0]) * depth) * _normal_logits((0,), moe_layers, experts)
+    logits = logits + (TOPIC_SCALE[0] + (TOPIC_SCALE[1] - TOPIC_SCALE[0]) * depth) * _normal_logits(
+        (1, topic), moe_layers, experts)
+    if request is not None:
+        logits = logits + REQUEST_SCALE * _normal_logits((2, request), moe_layers, experts)
+    angle = 2 * np.pi * drift_step / DRIFT_STEPS
+    logits = logits + DRIFT_SCALE * (np.cos(angle) * _normal_logits((3, 0), moe_layers, experts)
+                                     + np.sin(angle) * _normal_logits((3, 1), moe_layers, experts))
+    weights = np.exp(logits - logits.max(axis=1, keepdims=True))
     weights /= weights.sum(axis=1, keepdims=True)
     weights.flags.writeable = False
     return weights
+
+
+@lru_cache(maxsize=64)
+def _normal_logits(entropy: tuple[int, ...], moe_layers: int, experts: int) -> np.ndarray:
+    """Standard normal [moe_layers, experts] from a fixed seed (the model's, a topic's, a request's)."""
+    values = np.random.default_rng(list(entropy)).standard_normal((moe_layers, experts))
+    values.flags.writeable = False
+    return values

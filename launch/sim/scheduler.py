@@ -71,12 +71,12 @@ class Scheduler:
         self._recent_prompts: deque[tuple[str, ...]] = deque(maxlen=PREFIX_CACHE_ENTRIES)
         self._decode_steps = 0
 
-    def _forward(self, topic: str, tokens: int) -> float:
-        """Route one forward pass and record it; returns the share of activations that hit GPU experts."""
-        batch = self._routing.route(topic, tokens)
+    def _forward(self, job: Job, tokens: int) -> float:
+        """Route one forward pass and record it; returns its decode step time relative to an all-GPU step."""
+        batch = self._routing.route(job.topic, tokens, job.rid)
         if self._recorder is not None:
             self._recorder.record_pass(batch.counts)
-        return batch.gpu_hit_share
+        return batch.step_time
 
     def _fits(self, tokens: int) -> bool:
         m = self._metrics
@@ -103,21 +103,22 @@ class Scheduler:
         self._recent_prompts.append(prompt)
         return min(cached, len(prompt) - 1)
 
-    async def _prefill(self, job: Job) -> int:
+    async def _prefill(self, job: Job) -> tuple[int, float]:
+        """Returns the cached prompt tokens and the simulated prefill seconds."""
         cached = self._cached_prefix(job.prompt)
         new = len(job.prompt) - cached
         chunk = max(1, self._plan.chunked_prefill_size)
         seconds = self._pacing.prefill_seconds(new, len(job.prompt))
         for start in range(0, new, chunk):
-            self._forward(job.topic, min(chunk, new - start))
-        if seconds:
+            self._forward(job, min(chunk, new - start))
+        if self._pacing.throttled:
             await asyncio.sleep(seconds)
         snap = self._metrics.snapshot()
         self._log.info(
             f"Prefill batch, #new-seq: 1, #new-token: {new}, #cached-token: {cached}, token usage: "
             f"{snap.token_usage:.2f}, #running-req: {snap.running - 1}, #queue-req: {snap.waiting}, "
             f"input throughput (token/s): {new / seconds if seconds else 0.0:.2f}, cuda graph: False", rank=0)
-        return cached
+        return cached, seconds
 
     def _log_decode(self) -> None:
         self._decode_steps += 1
@@ -150,21 +151,23 @@ class Scheduler:
         finished = False
         try:
             queued = time.monotonic() - received
-            cached = await self._prefill(job)
-            self._metrics.prefilled(len(job.prompt), cached, queued, time.monotonic() - received)
+            cached, prefill_seconds = await self._prefill(job)
+            # Unthrottled, nothing waits: the metrics report the simulated time instead of the (zero) wall time.
+            ttft = time.monotonic() - received if self._pacing.throttled else queued + prefill_seconds
+            self._metrics.prefilled(len(job.prompt), cached, queued, ttft)
             # The model ends its turn with an EOS token, which needs room under max_new_tokens like any other.
             ends = job.max_new_tokens is None or job.max_new_tokens > len(job.output)
             limit = len(job.output) if ends else job.max_new_tokens
             pass_tokens = 1 if self._pacing.throttled else UNTHROTTLED_PASS_TOKENS
-            hit_share = 1.0
+            step_time = 1.0
             # Paced to a deadline, not by sleeping after the per-token work: the work then does not slow the
             # configured rate (it did, by ~2 ms a token, capping the sim near 550 tok/s).
             due = time.monotonic()
             for i in range(limit):
                 if i % pass_tokens == 0:
-                    hit_share = self._forward(job.topic, min(pass_tokens, limit - i))
-                seconds = self._pacing.decode_seconds(hit_share, self._metrics.running)
-                due += seconds
+                    step_time = self._forward(job, min(pass_tokens, limit - i))
+                seconds = self._pacing.decode_seconds(step_time, self._metrics.running)
+                due += seconds if self._pacing.throttled else 0.0
                 delay = due - time.monotonic()
                 if delay > 0:
                     await asyncio.sleep(delay)
