@@ -1,13 +1,18 @@
 """What the chat core puts on the page, in real Chromium against `python app.py` on the simulated engine: the
 decode rate of a short answer is "—" rather than an absurd figure, a tool-call step shows its token counts and
-timing like any answer, and a lone surrogate typed into the box neither breaks the turn nor the next one."""
+timing like any answer, a lone surrogate typed into the box neither breaks the turn nor the next one, Stop
+during a tool approval is recorded as stopped (not denied), and an engine killed mid-answer is explained once,
+in plain words, with its diagnosis."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 
 import pytest
 
+from launch.run_state import read_run_state
 from tests.app_process import running_app
 from tests.browser import chromium_page
 
@@ -74,3 +79,33 @@ def test_a_lone_surrogate_typed_is_shown_replaced_and_the_next_send_still_works(
     text = page.inner_text("#m3-chatbot")
     assert "1, 2, 3." in text and "Error" not in text
     assert re.search(r"x [\ufffd?] y", text), text
+
+
+def test_stop_during_an_approval_is_recorded_as_stopped_not_denied(page):
+    page.get_by_role("tab", name="Tools").click()
+    page.wait_for_selector("#m3-tools-message textarea")
+    page.locator("#m3-require-approval input").check()
+    page.fill("#m3-tools-message textarea", "What's the weather in Paris?")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#m3-approval", state="visible")
+    page.click("#m3-tools-stop")
+    page.wait_for_selector("#m3-tools-send", state="visible")
+    page.wait_for_selector("#m3-tools-stop", state="hidden")
+    chat = page.inner_text("#m3-tools-chatbot")
+    assert "stopped by the user before it ran" in chat and "denied" not in chat, chat
+
+
+def test_an_engine_killed_mid_answer_is_explained_once_with_its_diagnosis(tmp_path):
+    with running_app(tmp_path, env={"M3UI_SIM_DECODE_TPS": "40"}) as app, chromium_page() as page:
+        page.set_default_timeout(UI_TIMEOUT_MS)
+        page.goto(app.url)
+        page.wait_for_function("document.querySelector('#m3-header')?.innerText.includes('ready')")
+        page.fill("#m3-message textarea", "Count to 400")
+        page.keyboard.press("Enter")
+        page.wait_for_function("document.querySelector('#m3-chatbot').innerText.includes('1, 2, 3')")
+        os.kill(read_run_state(app.data_dir).pid, signal.SIGKILL)
+        page.wait_for_selector("#m3-stop", state="hidden")
+        chat = page.inner_text("#m3-chatbot")
+    assert chat.count("The answer broke off because the engine stopped. The engine was killed by SIGKILL") == 1, chat
+    assert "chunked" not in chat and "broke off: the stream broke off" not in chat
+    assert "press Regenerate once the engine is ready again" in chat
