@@ -154,12 +154,12 @@ def _fn(demo: gr.Blocks, name: str):
 def test_the_timer_sends_only_what_changed(admin):
     _, demo = admin
     tick = _fn(demo, "tick")
-    first = tick(gr.Request(username="admin"), {}, "", False)
+    first = tick(gr.Request(username="admin"), {}, "", False, False)
     status, seen = first[0], first[-1]
-    assert 'data-engine-state="stopped"' in status and first[5] == "(no engine log yet)"
-    again = tick(gr.Request(username="admin"), seen, "", False)
+    assert 'data-engine-state="stopped"' in status and first[6] == "(no engine log yet)"
+    again = tick(gr.Request(username="admin"), seen, "", False, False)
     skipped = gr.skip()
-    assert again[:7] == [skipped] * 7  # status, the diagnosis' four outputs, log, download progress
+    assert again[:8] == [skipped] * 8  # status, outcome, the diagnosis' four outputs, log, download progress
 
 
 def test_fetching_config_json_points_the_form_at_the_new_folder(admin, tmp_path, monkeypatch):

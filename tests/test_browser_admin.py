@@ -2,11 +2,15 @@
 the advice and the preflight, start the simulated engine and watch its phases reach ready, chat at /, stop;
 then put too many experts on the GPU, see the OOM diagnosis, apply its fix and relaunch to ready."""
 
+import os
+import re
+import signal
 import time
 
 import pytest
 from playwright.sync_api import expect
 
+from launch.run_state import read_run_state
 from tests.app_process import running_app
 from tests.browser import chromium_page
 
@@ -116,3 +120,62 @@ def test_operator_launches_chats_stops_then_fixes_an_oom_in_one_click(tmp_path):
         wait_state(page, "ready")
         assert experts.input_value() == suggested.split()[-1]
         expect(diagnosis).to_be_hidden(timeout=10_000)
+
+
+def test_a_failed_start_a_killed_engine_auto_restart_and_the_quiet_log_as_the_operator_sees_them(tmp_path):
+    """Issue 10 #4/#6 and issue 9 #9 in the browser: after a failed start the outcome says so (not "Starting…
+    follow the phases"), the advice speaks the operator's language, the log hides m3ui's polling unless asked,
+    and with auto-restart on a SIGKILLed engine comes back by itself while the status counts the attempts."""
+    with running_app(tmp_path, "--admin-password", ADMIN_PASSWORD, env={"M3UI_SIM_STARTUP_SECONDS": "1"}) as app, \
+            chromium_page((1440, 1000)) as page:
+        log_in(page, app.url + "/admin/")
+        wait_state(page, "ready")
+        outcome = page.locator("#m3-outcome")
+
+        advice = page.locator("#m3-advice").inner_text()
+        assert "reference deployments" in advice and "seed" not in advice
+
+        page.locator("#m3-engine-stop").click()
+        wait_state(page, "stopped", 30)
+        experts = page.locator("#m3-field-kt_num_gpu_experts input")
+        good = experts.input_value()
+        experts.fill("60")
+        page.locator("#m3-msg-kt_num_gpu_experts").get_by_text("CUDA out of memory").wait_for()
+        page.locator("#m3-engine-start").click()
+        outcome.get_by_text("Not started").wait_for()
+        page.locator("#m3-engine-start-anyway").click()
+        wait_state(page, "failed")
+        outcome.get_by_text("The start failed: CUDA out of memory while loading the model").wait_for(timeout=10_000)
+        assert "follow the phases" not in outcome.inner_text()
+
+        page.get_by_role("tab", name="Profiles").click()
+        page.locator("#m3-restart-enabled input").check()
+        page.locator("#m3-restart-attempts input").fill("2")
+        page.locator("#m3-restart-window input").fill("10")
+        page.locator("#m3-restart-delay input").fill("2")
+        page.locator("#m3-restart-apply").click()
+        page.locator("#m3-profile-outcome").get_by_text("Auto-restart is on: up to 2 attempt(s)").wait_for()
+
+        page.get_by_role("tab", name="Launch").click()
+        experts.fill(good)
+        page.locator("#m3-engine-start").click()
+        wait_state(page, "ready")
+
+        page.get_by_role("tab", name="Engine log").click()
+        log = page.locator("#m3-log textarea")
+        expect(log).to_have_value(re.compile("Load weight begin"))
+        assert '"GET /v1/loads' not in log.input_value() and '"GET /health' not in log.input_value()
+        page.locator("#m3-log-polling input").check()
+        expect(log).to_have_value(re.compile('"GET /v1/loads HTTP'), timeout=10_000)
+        page.locator("#m3-log-polling input").uncheck()
+        expect(log).not_to_have_value(re.compile('"GET /(health|v1/loads) HTTP'), timeout=10_000)
+
+        engine = read_run_state(app.data_dir)
+        os.kill(engine.pid, signal.SIGKILL)
+        attempt = page.locator('#m3-admin-status .m3a-auto-restart[data-attempt="1"]')
+        attempt.wait_for(timeout=15_000)
+        assert "of 2" in attempt.inner_text()
+        outcome.get_by_text("The engine died: The engine was killed by SIGKILL").wait_for(timeout=10_000)
+        page.screenshot(path=SCREENSHOTS.format("auto-restart"))
+        wait_state(page, "ready")
+        assert read_run_state(app.data_dir).pid != engine.pid

@@ -19,6 +19,7 @@ from launch.findings import Finding
 from launch.health import engine_url
 from launch.preflight import LaunchPlan, plan_launch
 from launch.profile import Profile, ProfileError
+from launch.restart_policy import RestartPolicy
 from launch.settings import LaunchSettings, SettingsError, coerce
 from launch.supervisor import EngineBusyError, EngineState, SupervisorSnapshot
 from m3ui.admin.form import FormReading, FormValue, read_engine, read_form
@@ -41,6 +42,7 @@ class Outcome:
     # Settings and engine the form should now hold (after applying a fix, a rollback, a loaded profile).
     settings: LaunchSettings | None = None
     engine: Engine | None = None
+    restart: RestartPolicy | None = None  # the auto-restart controls should now show (a loaded profile's)
 
     @property
     def ok(self) -> bool:
@@ -141,6 +143,14 @@ class AdminConsole:
                 return Outcome("error", f"Not attached: {exc}")
             return Outcome("ok", f"Attached to {base}: waiting for /health and /v1/models to answer.")
 
+    def set_restart_policy(self, policy: RestartPolicy) -> Outcome:
+        self.services.supervisor.set_restart_policy(policy)
+        if not policy.enabled:
+            return Outcome("ok", "Auto-restart is off: an engine that dies stays down until someone starts it.")
+        return Outcome("ok", f"Auto-restart is on: up to {policy.max_attempts} attempt(s) within "
+                             f"{policy.window_s / 60:g} min, the first after {policy.first_delay_s:g} s (then twice as "
+                             "long each time), with the last good launch.")
+
     # --- after a failure --------------------------------------------------------------------------
 
     def apply_and_relaunch(self, change: Change) -> Outcome:
@@ -175,10 +185,11 @@ class AdminConsole:
 
     # --- profiles ---------------------------------------------------------------------------------
 
-    def save_profile(self, name: str, settings: LaunchSettings, engine: Engine, start_with_app: bool) -> Outcome:
+    def save_profile(self, name: str, settings: LaunchSettings, engine: Engine, start_with_app: bool,
+                     restart: RestartPolicy | None = None) -> Outcome:
         store = self.services.profiles
         try:
-            store.save(Profile(name.strip(), settings, engine, start_with_app))
+            store.save(Profile(name.strip(), settings, engine, start_with_app, restart or RestartPolicy()))
         except (ProfileError, OSError) as exc:
             return Outcome("error", f"Not saved: {exc}")
         extra = " It starts with the app." if start_with_app else ""
@@ -189,8 +200,9 @@ class AdminConsole:
             profile = self.services.profiles.load(name)
         except ProfileError as exc:
             return Outcome("error", f"Not loaded: {exc}")
-        return Outcome("ok", f"Loaded profile {name!r} into the form.", settings=profile.settings,
-                       engine=profile.engine)
+        return Outcome("ok", f"Loaded profile {name!r} into the form (and its auto-restart policy into its "
+                             "controls: Apply now to use it).", settings=profile.settings, engine=profile.engine,
+                       restart=profile.restart)
 
     def delete_profile(self, name: str) -> Outcome:
         try:

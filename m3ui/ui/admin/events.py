@@ -9,12 +9,14 @@ from typing import Any
 import gradio as gr
 
 from launch.command import Engine
+from launch.restart_policy import RestartPolicyError
 from launch.settings import LaunchSettings
-from launch.supervisor import LOG_FILE_NAME, EngineState
+from launch.supervisor import LOG_FILE_NAME, EngineState, SupervisorSnapshot
 from m3ui.admin.console import AdminConsole, Outcome, only_overridable_errors
 from m3ui.admin.form import FormValue, form_values, read_engine, read_form
 from m3ui.admin.log_view import export_log, filter_log
 from m3ui.admin.presets import apply_choice, preset_choices
+from m3ui.admin.restart_form import read_restart_form, restart_form_values
 from m3ui.admin.review import Change, Review
 from m3ui.admin.weights import WeightsDesk
 from m3ui.ui.admin.command import command_text, render_checks
@@ -33,6 +35,20 @@ DOWNLOAD_JS = "() => setTimeout(() => document.querySelector('#m3-log-file a[dow
 # A log filled while its tab was hidden opens at its top: show the tail, as a log view should.
 LOG_TAIL_JS = "() => setTimeout(() => { const t = document.querySelector('#m3-log textarea'); " \
               "if (t) t.scrollTop = t.scrollHeight; }, 50)"
+
+
+def state_change_outcome(previous: str | None, snap: SupervisorSnapshot) -> Outcome | None:
+    """What replaces an outcome the engine's own progress made stale ("Starting… follow the phases", "ready"):
+    how a start ended, or that the engine died. None when nothing such happened."""
+    if snap.mode != "managed" or previous is None or previous == snap.state.value:
+        return None  # a tick may miss a short "starting": a stopped engine can be failed at the next one
+    if snap.state is EngineState.READY:
+        return Outcome("ok", "The engine is ready.")
+    if snap.state is EngineState.FAILED:
+        what = "The engine died" if previous == EngineState.READY.value else "The start failed"
+        title = snap.diagnosis.title if snap.diagnosis else "it stopped"
+        return Outcome("error", f"{what}: {title}. The diagnosis below says why and what to change.")
+    return None
 
 
 class AdminEvents:
@@ -92,11 +108,12 @@ class AdminEvents:
         for part in (self._wire_form, self._wire_control, self._wire_timer, self._wire_diagnosis, self._wire_logs,
                      self._wire_summary, self._wire_profiles, self._wire_weights, self._wire_attach):
             part()
-        self.guard.on(demo.load, self.on_load, [], [*self.fill_outputs, *self.choice_outputs, self.v.strip.status],
-                      "load", show_progress="hidden")
+        self.guard.on(demo.load, self.on_load, [], [*self.fill_outputs, *self.choice_outputs, self.v.strip.status,
+                                                    *self.v.profiles.restart.inputs], "load", show_progress="hidden")
 
     def on_load(self) -> list[Any]:
-        return [*self.fill(*self.console.initial()), *self.choices(), self.status()]
+        return [*self.fill(*self.console.initial()), *self.choices(), self.status(),
+                *restart_form_values(self.services.supervisor.restart_policy)]
 
     # --- the form, checks, sizing, command --------------------------------------------------------------
 
@@ -172,22 +189,24 @@ class AdminEvents:
 
     def _wire_timer(self) -> None:
         v = self.v
-        self.guard.on(v.timer.tick, self.tick, [v.seen, v.logs.contains, v.logs.problems_only],
-                      [v.strip.status, *v.diagnosis.outputs, v.logs.tail,
+        self.guard.on(v.timer.tick, self.tick, [v.seen, v.logs.contains, v.logs.problems_only, v.logs.polling],
+                      [v.strip.status, v.strip.outcome, *v.diagnosis.outputs, v.logs.tail,
                        v.weights.progress, v.seen], "tick", show_progress="hidden", queue=False)
 
-    def tick(self, seen: dict[str, Any], contains: str, problems_only: bool) -> list[Any]:
+    def tick(self, seen: dict[str, Any], contains: str, problems_only: bool, polling: bool) -> list[Any]:
         snap = self.console.snapshot()
         diagnosis = snap.diagnosis if snap.state is EngineState.FAILED else None
-        log = self.log_text(contains, problems_only)
+        log = self.log_text(contains, problems_only, polling)
         now = {"status": render_status(snap, self.services.link.status()),
                "diagnosis": (str(snap.run_dir), diagnosis.cause.value) if diagnosis else None,
-               "log": log, "weights": render_progress(self.desk.progress())}
+               "log": log, "weights": render_progress(self.desk.progress()), "state": snap.state.value}
         fresh = {k: now[k] != seen.get(k) for k in now}
         diag = (self.v.diagnosis.updates(diagnosis, self.console.last_good.load()) if fresh["diagnosis"]
                 else [gr.skip()] * len(self.v.diagnosis.outputs))
-        return [now["status"] if fresh["status"] else gr.skip(), *diag, log if fresh["log"] else gr.skip(),
-                now["weights"] if fresh["weights"] else gr.skip(), now]
+        # "Starting… follow the phases" is stale once the start has ended: say how it ended.
+        ended = state_change_outcome(seen.get("state"), snap)
+        return [now["status"] if fresh["status"] else gr.skip(), outcome_html(ended) if ended else gr.skip(),
+                *diag, log if fresh["log"] else gr.skip(), now["weights"] if fresh["weights"] else gr.skip(), now]
 
     # --- after a failure --------------------------------------------------------------------------------
 
@@ -209,17 +228,17 @@ class AdminEvents:
 
     # --- logs ---------------------------------------------------------------------------------------------
 
-    def log_text(self, contains: str | None, problems_only: bool) -> str:
-        lines = filter_log(self.services.supervisor.log_tail(LOG_SCAN), contains or "", bool(problems_only),
-                           LOG_LINES)
+    def log_text(self, contains: str | None, problems_only: bool, polling: bool = False) -> str:
+        lines = filter_log(self.services.supervisor.log_tail(LOG_SCAN, polling=bool(polling)), contains or "",
+                           bool(problems_only), LOG_LINES)
         if lines:
             return "\n".join(lines)
         return "(no matching lines)" if contains or problems_only else "(no engine log yet)"
 
     def _wire_logs(self) -> None:
         v, g = self.v, self.guard
-        g.on([v.logs.contains.input, v.logs.problems_only.input], self.log_text,
-             [v.logs.contains, v.logs.problems_only], v.logs.tail, "log", trigger_mode="always_last",
+        g.on([v.logs.contains.input, v.logs.problems_only.input, v.logs.polling.input], self.log_text,
+             [v.logs.contains, v.logs.problems_only, v.logs.polling], v.logs.tail, "log", trigger_mode="always_last",
              show_progress="hidden")
         g.on(v.logs.download.click, self.download_log, [], [v.logs.file, v.strip.outcome],
              "download_log").then(None, js=DOWNLOAD_JS)
@@ -251,7 +270,8 @@ class AdminEvents:
     def _wire_profiles(self) -> None:
         v, g, p = self.v, self.guard, self.v.profiles
         listed = [p.outcome, *self.choice_outputs]
-        g.on(p.save.click, self.save_profile, [p.name, p.start_with_app, *v.form.inputs], listed, "profile_save")
+        g.on(p.save.click, self.save_profile, [p.name, p.start_with_app, *p.restart.inputs, *v.form.inputs], listed,
+             "profile_save")
         g.on(p.delete.click, lambda name: self.listed(self.console.delete_profile(name or "")), [p.chosen], listed,
              "profile_delete")
         g.on(p.make_startup.click, lambda name: self.listed(self.console.set_startup_profile(name or "")),
@@ -259,20 +279,35 @@ class AdminEvents:
         g.on(p.no_startup.click, lambda: self.listed(self.console.set_startup_profile(None)), [], listed,
              "profile_no_startup")
         g.on(p.load.click, lambda name: self.loaded(self.console.load_profile(name or "")), [p.chosen],
-             [p.outcome, *self.fill_outputs], "profile_load")
+             [p.outcome, *self.fill_outputs, *p.restart.inputs], "profile_load")
+        g.on(p.restart.apply.click, self.apply_restart_policy, p.restart.inputs, [p.outcome, v.strip.status],
+             "restart_policy")
 
-    def save_profile(self, name: str, start_with_app: bool, kind: str, python: str, *fields: FormValue) -> list[Any]:
+    def save_profile(self, name: str, start_with_app: bool, enabled: bool, attempts: float, window_min: float,
+                     delay_s: float, kind: str, python: str, *fields: FormValue) -> list[Any]:
         reading = read_form(fields)
         if not reading.ok:
             return self.listed(Outcome("error", "Not saved: some fields cannot be read", reading.errors))
+        try:
+            restart = read_restart_form(enabled, attempts, window_min, delay_s)
+        except RestartPolicyError as exc:
+            return self.listed(Outcome("error", f"Not saved: {exc}"))
         return self.listed(self.console.save_profile(name or "", reading.settings, read_engine(kind, python),
-                                                     bool(start_with_app)))
+                                                     bool(start_with_app), restart))
+
+    def apply_restart_policy(self, enabled: bool, attempts: float, window_min: float, delay_s: float) -> list[Any]:
+        try:
+            outcome = self.console.set_restart_policy(read_restart_form(enabled, attempts, window_min, delay_s))
+        except RestartPolicyError as exc:
+            outcome = Outcome("error", f"Not applied: {exc}")
+        return [outcome_html(outcome), self.status()]
 
     def listed(self, outcome: Outcome) -> list[Any]:
         return [outcome_html(outcome), *self.choices()]
 
     def loaded(self, outcome: Outcome) -> list[Any]:
-        return [outcome_html(outcome), *self.fill_or_keep(outcome)]
+        restart = restart_form_values(outcome.restart) if outcome.restart else [gr.skip()] * 4
+        return [outcome_html(outcome), *self.fill_or_keep(outcome), *restart]
 
     # --- model weights ------------------------------------------------------------------------------------
 

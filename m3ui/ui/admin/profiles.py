@@ -1,4 +1,5 @@
-"""Profiles: named settings saved on disk; one may start with the app. The last good launch is shown too."""
+"""Profiles: named settings saved on disk; one may start with the app. The last good launch is shown too, and
+the auto-restart policy (applied now, and saved with a profile)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,35 @@ import gradio as gr
 
 from launch.profile import Profile, ProfileError, ProfileStore
 from m3ui.ui.admin.markup import esc
+
+
+@dataclass
+class RestartControls:
+    enabled: gr.Checkbox
+    attempts: gr.Number
+    window_min: gr.Number
+    delay_s: gr.Number
+    apply: gr.Button
+
+    @property
+    def inputs(self) -> list[gr.components.Component]:
+        return [self.enabled, self.attempts, self.window_min, self.delay_s]
+
+
+def build_restart_controls() -> RestartControls:
+    with gr.Group(elem_classes=["m3a-panel"], elem_id="m3-restart-policy"):
+        gr.HTML('<div class="m3a-panel-title">Auto-restart when the engine dies</div><div class="m3a-dim">For '
+                "unattended deployments: a dead engine is started again with the last good launch, after a wait "
+                "that doubles each time, until the attempts within the window are used up. Saved with a profile; "
+                "a profile that starts with the app brings its own.</div>")
+        enabled = gr.Checkbox(label="Restart a dead engine by itself", elem_id="m3-restart-enabled")
+        with gr.Row():
+            attempts = gr.Number(label="Attempts", precision=0, minimum=1, maximum=100, elem_id="m3-restart-attempts",
+                                 min_width=90)
+            window_min = gr.Number(label="within (minutes)", minimum=0, elem_id="m3-restart-window", min_width=90)
+            delay_s = gr.Number(label="first wait (s)", minimum=0, elem_id="m3-restart-delay", min_width=90)
+        apply = gr.Button("Apply now", size="sm", elem_classes=["m3a-action"], elem_id="m3-restart-apply")
+    return RestartControls(enabled, attempts, window_min, delay_s, apply)
 
 
 @dataclass
@@ -22,6 +52,7 @@ class ProfilePanel:
     make_startup: gr.Button
     no_startup: gr.Button
     outcome: gr.HTML
+    restart: RestartControls
 
 
 def _row(profile: Profile) -> str:
@@ -62,13 +93,16 @@ def build_profile_panel() -> ProfilePanel:
                 make_startup = gr.Button("Start it with the app", size="sm", elem_classes=["m3a-action"],
                                          elem_id="m3-profile-startup")
                 delete = gr.Button("Delete", size="sm", variant="stop", elem_id="m3-profile-delete")
-        with gr.Column(scale=2), gr.Group(elem_classes=["m3a-panel"]):
-            gr.HTML('<div class="m3a-panel-title">Save the form as a profile</div>')
-            name = gr.Textbox(label="Name", placeholder="e.g. h20-tp8-40experts", elem_id="m3-profile-name")
-            start_with_app = gr.Checkbox(label="Start it with the app (instead of the simulated engine)",
-                                         elem_id="m3-profile-start-with-app")
-            save = gr.Button("Save profile", variant="primary", size="sm", elem_id="m3-profile-save")
-            no_startup = gr.Button("Start the simulated engine with the app", size="sm", elem_classes=["m3a-action"],
-                                   elem_id="m3-profile-no-startup")
+        with gr.Column(scale=2):
+            with gr.Group(elem_classes=["m3a-panel"]):
+                gr.HTML('<div class="m3a-panel-title">Save the form as a profile</div>')
+                name = gr.Textbox(label="Name", placeholder="e.g. h20-tp8-40experts", elem_id="m3-profile-name")
+                start_with_app = gr.Checkbox(label="Start it with the app (instead of the simulated engine)",
+                                             elem_id="m3-profile-start-with-app")
+                save = gr.Button("Save profile", variant="primary", size="sm", elem_id="m3-profile-save")
+                no_startup = gr.Button("Start the simulated engine with the app", size="sm",
+                                       elem_classes=["m3a-action"], elem_id="m3-profile-no-startup")
+            restart = build_restart_controls()
     outcome = gr.HTML(elem_id="m3-profile-outcome", elem_classes=["m3a-collapse-empty"])
-    return ProfilePanel(table, name, start_with_app, save, chosen, load, delete, make_startup, no_startup, outcome)
+    return ProfilePanel(table, name, start_with_app, save, chosen, load, delete, make_startup, no_startup, outcome,
+                        restart)

@@ -1,7 +1,9 @@
-"""The cockpit's top strip: engine state, start-up phases with progress, elapsed time; Start / Stop / Restart."""
+"""The cockpit's top strip: engine state, start-up phases with progress, elapsed time, where automatic restarts
+stand; Start / Stop / Restart."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import gradio as gr
@@ -52,6 +54,11 @@ def render_status(snap: SupervisorSnapshot, link: EngineStatus) -> str:
         bar = (f'<div class="m3a-progress m3a-progress-{state}" role="progressbar" aria-valuenow="{pct:.0f}" '
                f'aria-valuemin="0" aria-valuemax="100"><div style="width:{pct:.1f}%"></div></div>')
     detail = f'<div class="m3a-detail">{esc(snap.phase_detail)}</div>' if snap.state is not EngineState.READY else ""
+    auto = snap.auto_restart
+    if auto is not None:
+        detail += (f'<div class="m3a-auto-restart" data-attempt="{auto.attempt}" data-max-attempts='
+                   f'"{auto.max_attempts}" data-gave-up="{str(auto.gave_up).lower()}">'
+                   f'{esc(auto.describe(time.time()))}</div>')
     phase = esc(snap.phase.value if snap.phase else "")
     return (f'<div class="m3a-status-card" data-engine-state="{state}" data-phase="{phase}">'
             f'<div class="m3a-status-line"><span class="m3a-state m3a-state-{state}">{esc(state.upper())}</span>'
