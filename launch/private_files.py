@@ -16,6 +16,20 @@ def private_dir(path: Path) -> Path:
     return path
 
 
+def tighten(data_dir: Path) -> None:
+    """Make what an older m3ui left readable owner-only: the files directly in `data_dir` and its profiles
+    (0600), the profile and run folders (0700: run logs hold sglang's printed server args, API key included)."""
+    private_dir(data_dir)
+    runs = data_dir / "runs"
+    for path in [*data_dir.iterdir(), *(data_dir / "profiles").glob("*"), *(runs.iterdir() if runs.is_dir() else ())]:
+        if path.is_symlink():
+            continue
+        if path.is_file():
+            os.chmod(path, PRIVATE_FILE_MODE)
+        elif path.is_dir() and (path.parent == runs or path in (runs, data_dir / "profiles")):
+            os.chmod(path, PRIVATE_DIR_MODE)
+
+
 def write_private(path: Path, text: str) -> None:
     """Write + rename, so a crash never leaves half a file; the file is 0600 from its first byte."""
     private_dir(path.parent)

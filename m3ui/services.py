@@ -10,7 +10,7 @@ from launch.command import Engine
 from launch.model_config import BUNDLED_M3_CONFIG
 from launch.preflight import LaunchPlan, free_port
 from launch.presets import preset, with_expert_monitoring
-from launch.private_files import private_dir
+from launch.private_files import tighten
 from launch.profile import ProfileStore
 from launch.recovery import RecoveryAction, recover
 from launch.run_state import read_run_state
@@ -36,7 +36,7 @@ class AppServices:
 
     @classmethod
     def create(cls, data_dir: Path, policy: AccessPolicy) -> AppServices:
-        private_dir(data_dir)  # profiles, last-good settings and the state file hold the engine's API key
+        tighten(data_dir)  # profiles, last-good settings, the state file and engine logs hold the engine's API key
         supervisor = Supervisor(data_dir)  # keeps runs/<time>/ and the running engine's state file there
         last_good = LastGood(data_dir)
         supervisor.on_ready, supervisor.restart_source = last_good.record, last_good.launch

@@ -17,13 +17,14 @@ from launch.run_state import RunState, state_path, write_run_state
 from launch.settings import LaunchSettings
 from launch.sim.args import parse_sim_args
 from launch.supervisor import EngineState, Supervisor
+from m3ui.access import AccessPolicy
 from m3ui.admin.form import form_values, read_form
 from m3ui.admin.host import HostSurvey
 from m3ui.admin.last_good import LastGood
 from m3ui.admin.log_view import export_log
 from m3ui.admin.model_info import ModelShapes
 from m3ui.admin.review import KEY_ON_ARGV, review_form
-from m3ui.services import simulated_settings
+from m3ui.services import AppServices, simulated_settings
 from tests.test_supervisor import fake_engine
 
 KEY = "sk-secret-7f3a9c"
@@ -132,3 +133,19 @@ def test_the_simulated_engine_enforces_a_key_it_got_through_the_config_file(tmp_
     finally:
         sup.close(grace=1)
     assert sup.state is EngineState.STOPPED
+
+
+def test_the_app_tightens_what_an_older_version_left_readable(tmp_path):
+    data = tmp_path / "data"
+    (data / "profiles").mkdir(parents=True)
+    (data / "runs" / "20261130-101010").mkdir(parents=True)
+    for path in (data / "profiles" / "p.json", data / "last-good.json"):
+        path.write_text("{}")
+        path.chmod(0o644)
+    for folder in (data, data / "profiles", data / "runs", data / "runs" / "20261130-101010"):
+        folder.chmod(0o755)
+    services = AppServices.create(data, AccessPolicy("127.0.0.1", None))
+    services.close()
+    assert mode(data) == mode(data / "runs") == mode(data / "runs" / "20261130-101010") == 0o700
+    assert mode(data / "profiles") == 0o700
+    assert mode(data / "profiles" / "p.json") == mode(data / "last-good.json") == 0o600
