@@ -9,6 +9,7 @@ import pytest
 
 from launch.command import Engine
 from launch.diagnosis import Diagnosis, FailureCause
+from launch.profile import Profile
 from launch.restart_policy import AutoRestart, RestartPolicy, RestartPolicyError
 from launch.settings import LaunchSettings
 from launch.supervisor import EngineState, Supervisor
@@ -16,7 +17,7 @@ from m3ui.access import AccessPolicy
 from m3ui.admin.console import AdminConsole
 from m3ui.admin.restart_form import read_restart_form, restart_form_values
 from m3ui.engine_link import EngineLink
-from m3ui.services import AppServices
+from m3ui.services import AppServices, simulated_settings, start_default_engine
 from m3ui.ui.admin.events import state_change_outcome
 from m3ui.ui.admin.status import render_status
 
@@ -87,5 +88,17 @@ def test_the_panel_sets_the_live_policy_and_profiles_keep_theirs(tmp_path):
         assert console.load_profile("box").restart == policy
         assert console.set_startup_profile(None).ok  # re-saving a profile keeps its policy
         assert services.profiles.load("box").restart == policy and not services.profiles.load("box").start_with_app
+    finally:
+        services.close()
+
+
+def test_a_profile_that_starts_with_the_app_brings_its_auto_restart_policy(tmp_path, monkeypatch):
+    monkeypatch.setenv("M3UI_SIM_STARTUP_SECONDS", "0.3")
+    policy = RestartPolicy(enabled=True, max_attempts=7)
+    services = AppServices.create(tmp_path / "data", AccessPolicy("127.0.0.1", None))
+    try:
+        services.profiles.save(Profile("unattended", simulated_settings(), Engine("sim"), True, policy))
+        assert start_default_engine(services).ok
+        assert services.supervisor.restart_policy == policy
     finally:
         services.close()
