@@ -1,6 +1,8 @@
 """Bad API calls on the real app get a 4xx with a plain message, never a 500, a raw Python error or a
 traceback in the log (issue 9 #8); an app without an upload component refuses uploads (issue 9 #3/#5)."""
 
+import json
+
 import pytest
 
 from tests.app_process import running_app
@@ -28,7 +30,7 @@ def test_unknown_functions_and_bad_inputs_get_a_plain_4xx(app):
         main = config(c, "")
         dep, textbox = with_textbox(main)
         name, good = dep["api_name"], form_values(main, dep)
-        nulled, typed = list(good), list(good)
+        nulled, typed = list(good), list(good)  # a null, or a number, where the textbox holds text
         nulled[textbox], typed[textbox] = None, 42
         refused = {
             "unknown fn_index": (c.post("/gradio_api/queue/join", json={"data": [], "fn_index": 9999,
@@ -38,7 +40,6 @@ def test_unknown_functions_and_bad_inputs_get_a_plain_4xx(app):
             "unknown name, v2": (c.post("/gradio_api/call/v2/no_such_fn", json={}), 404),
             "fn_index beats the name": (c.post(f"/gradio_api/run/{name}", json={"data": good, "fn_index": 9999}),
                                         404),
-            "null text": (c.post(f"/gradio_api/run/{name}", json={"data": nulled}), 422),
             "number for text": (join(c, "", dep["id"], typed)[0], 422),
             "too few inputs": (c.post(f"/gradio_api/run/{name}", json={"data": good[:-1]}), 422),
             "admin: unknown fn_index": (join(c, "/admin", 9999, [], headers=admin_cookie(app))[0], 404),
@@ -47,11 +48,16 @@ def test_unknown_functions_and_bad_inputs_get_a_plain_4xx(app):
             assert answer.status_code == status, (case, answer.status_code, answer.text[:300])
             assert answer.headers["content-type"].startswith("text/plain"), case
             assert answer.text.startswith("call refused: "), (case, answer.text)
-        assert "got null" in refused["null text"][0].text
+        assert "input" in refused["number for text"][0].text and "must be text, got a number" in \
+            refused["number for text"][0].text
         assert "unknown function number 9999" in refused["unknown fn_index"][0].text
         accepted, session = join(c, "", dep["id"], good)
         assert accepted.status_code == 200, accepted.text
         assert completed(c, "", session)["success"] is True, "a well-formed call still runs"
+        nulls, session = join(c, "", dep["id"], nulled)  # what the browser sends for an untouched textbox
+        assert nulls.status_code == 200, nulls.text
+        done = completed(c, "", session)
+        assert done["success"] is True and "NoneType" not in json.dumps(done), done
     assert "Traceback" not in app.log()
 
 

@@ -59,10 +59,17 @@ class ApiGuard:
             await refuse(scope, receive, send, 413, f"call refused: {exc}")
             return
         try:
-            check_call(mount.fns, kind, api_name, json.loads(body))
-        except json.JSONDecodeError:
-            pass  # Gradio answers malformed JSON with its own 422
+            call = json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            await self.app(scope, replaying(body, receive), send)  # Gradio answers malformed JSON with a 422
+            return
+        try:
+            checked = check_call(mount.fns, kind, api_name, call)
         except CallRefused as exc:
             await refuse(scope, receive, send, exc.status, f"call refused: {exc}")
             return
+        if checked != call:
+            body = json.dumps(checked).encode()
+            scope = {**scope, "headers": [(k, v) for k, v in scope["headers"] if k != b"content-length"]
+                     + [(b"content-length", str(len(body)).encode())]}
         await self.app(scope, replaying(body, receive), send)
