@@ -37,10 +37,14 @@ def page(app):
 
 
 def ask(page, text: str) -> None:
+    ask_only(page, text)
+    wait_answered(page)
+
+
+def ask_only(page, text: str) -> None:
     page.fill("#m3-tools-message textarea", text)
     page.keyboard.press("Enter")
     page.wait_for_selector("#m3-tools-stop", state="visible")
-    wait_answered(page)
 
 
 def wait_answered(page) -> None:
@@ -113,3 +117,16 @@ def test_the_stall_limit_is_a_visible_setting_and_a_bad_one_is_refused_before_se
     assert labels(page) == BUTTONS
     assert page.input_value("#m3-tools-message textarea") == WEATHER  # nothing typed is lost
     assert WEATHER not in page.inner_text("#m3-tools-chatbot")
+
+
+def test_while_an_answer_runs_the_message_box_is_visibly_closed_and_reopens_after(page):
+    page.check("#m3-require-approval input")  # the answer waits for an approval: it runs as long as we like
+    ask_only(page, WEATHER)
+    page.wait_for_selector("#m3-approval", state="visible")
+    box = page.locator("#m3-tools-message textarea")
+    expect(box).to_be_disabled()
+    assert box.get_attribute("placeholder") == "An answer is running: wait for it, or press Stop"
+    page.click("#m3-tools-stop")
+    wait_answered(page)
+    expect(box).to_be_enabled()
+    assert box.get_attribute("placeholder").startswith("Ask something a tool can answer")

@@ -4,6 +4,7 @@ sent back, approval through Approve/Deny clicks (separate requests), tool settin
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import replace
 
 import gradio as gr
@@ -163,3 +164,15 @@ def test_bad_calls_become_error_results_and_the_loop_goes_on_to_an_answer():
     blocks = [m for m in final[CHATBOT] if m.metadata.get("title", "").startswith("Tool call")]
     assert [b.metadata["log"] for b in blocks] == ["error", "error", "error"]
     assert final[CHATBOT][-1].content.startswith("Sorry, those failed.")
+
+
+def test_the_stall_limit_set_in_the_tab_gives_up_on_a_silent_engine():
+    silent = replace(answer_reply("Too late."), delay_s=3.0)  # each chunk after 3 s of silence
+    with ReplayServer([silent]) as server:
+        started = time.monotonic()
+        final = list(controller(server).send("hi", new_chat(), (), NAMES, "auto", "adaptive", False, 5, 10, 1,
+                                             gr.Request(session_hash="page-1")))[-1]
+        waited = time.monotonic() - started
+    shown = final[CHATBOT][-1].content
+    assert "1 s (the stall limit)" in shown and "Too late." not in shown
+    assert waited < 3.0

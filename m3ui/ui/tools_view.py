@@ -47,6 +47,8 @@ EXAMPLES = [
     "Search the docs for thinking modes.",
     "What's the weather in Lisbon, and what is 2**10?",
 ]
+MESSAGE_HINT = "Ask something a tool can answer…  (Enter sends)"
+BUSY_HINT = "An answer is running: wait for it, or press Stop"
 PLACEHOLDER = ("**Tool calling demo**\n\nAsk something a tool can answer (weather, arithmetic, unit conversion, "
                "time, docs search). Each call shows its arguments, status and result; the results go back to "
                "the model, which then answers.")
@@ -117,8 +119,8 @@ def _layout() -> ToolsTabUI:
                     approve = gr.Button("✓ Approve", variant="primary", size="sm", elem_id="m3-approve")
                     deny = gr.Button("✗ Deny", variant="stop", size="sm", elem_id="m3-deny")
             with gr.Row(equal_height=True, elem_classes=["m3-composer"]):
-                message = gr.Textbox(placeholder="Ask something a tool can answer…  (Enter sends)", show_label=False,
-                                     lines=1, max_lines=8, scale=8, elem_id="m3-tools-message")
+                message = gr.Textbox(placeholder=MESSAGE_HINT, show_label=False, lines=1, max_lines=8, scale=8,
+                                     elem_id="m3-tools-message")
                 send = gr.Button("Send", variant="primary", scale=1, min_width=80, elem_id="m3-tools-send")
                 stop = gr.Button("■ Stop", variant="stop", scale=1, min_width=80, visible=False,
                                  elem_id="m3-tools-stop")
@@ -200,9 +202,15 @@ class ToolsController:
     def show(self, chat: SavedChat, busy: bool = False, message: object = None,
              chatbot: list[gr.ChatMessage] | None = None, awaiting: CallView | None = None) -> tuple[object, ...]:
         """Values for ToolsTabUI.view."""
-        return (chat, render(transcript(chat)) if chatbot is None else chatbot,
-                gr.skip() if message is None else message, gr.update(visible=not busy), gr.update(visible=busy),
-                gr.update(interactive=not busy), gr.update(interactive=not busy), *self._approval(awaiting))
+        return (chat, render(transcript(chat)) if chatbot is None else chatbot, self._message(busy, message),
+                gr.update(visible=not busy), gr.update(visible=busy), gr.update(interactive=not busy),
+                gr.update(interactive=not busy), *self._approval(awaiting))
+
+    @staticmethod
+    def _message(busy: bool, value: object) -> dict[str, object]:
+        """While an answer runs the box is visibly closed: Enter there would otherwise be dropped unseen."""
+        state = {"interactive": not busy, "placeholder": BUSY_HINT if busy else MESSAGE_HINT}
+        return gr.update(**state) if value is None else gr.update(value=value, **state)
 
     @staticmethod
     def _approval(awaiting: CallView | None) -> tuple[object, object]:
