@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Literal
 
 from launch.command import Command, Engine, build_command, key_in_config_file
-from launch.config_file import write_secret_config
+from launch.config_file import secret_config_path, write_secret_config
 from launch.diagnosis import Diagnosis, FailureCause, SizingContext, diagnose, timeout_diagnosis
 from launch.engine_log import LogFollower
 from launch.health import Readiness, engine_url, probe_readiness
@@ -304,6 +304,8 @@ class Supervisor:
                 return
             run.readiness = result
             if result.ready and self._state is EngineState.STARTING:
+                if run.mode == "managed":
+                    _remove_secret_config(run)
                 if run.mode == "managed" and self.on_ready is not None:  # first, so READY implies it was kept
                     assert run.info is not None and run.settings is not None and run.engine is not None
                     self.on_ready(run.info.run_dir, run.settings, run.engine)
@@ -346,6 +348,7 @@ class Supervisor:
         self._state = state
         if run.mode == "managed":
             clear_run_state(self.run_root)
+            _remove_secret_config(run)
             if state is EngineState.FAILED:
                 self._schedule_auto_restart(run)
         self._changed.notify_all()
@@ -477,6 +480,13 @@ class Supervisor:
         with self._changed:
             self._changed.wait_for(lambda: self._state not in (EngineState.STARTING,), timeout)
             return self._state is EngineState.READY
+
+
+def _remove_secret_config(run: _Run) -> None:
+    """The engine read its key file when it parsed its arguments, long before it serves: once it is ready or
+    gone, the key need not stay on disk."""
+    if run.info is not None:
+        secret_config_path(run.info.run_dir).unlink(missing_ok=True)
 
 
 def _secrets(settings: LaunchSettings) -> tuple[str, ...]:

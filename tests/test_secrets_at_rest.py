@@ -107,6 +107,7 @@ def test_a_launched_engine_never_shows_the_key_in_ps_the_log_view_or_the_export(
         info = sup.start(LaunchSettings(model_path="/m", host="127.0.0.1", port=free_port(), api_key=KEY),
                          fake_engine(tmp_path, PRINTS_ITS_ARGS))
         assert sup.wait_ready(15), sup.snapshot().diagnosis  # the stand-in demands the key it read from the file
+        assert not secret_config_path(info.run_dir).exists()  # read at start-up: not kept once it serves
         family = [psutil.Process(info.pid), *psutil.Process(info.pid).children(recursive=True)]
         assert not any(KEY in " ".join(p.cmdline()) for p in family)
         assert f"api_key='{KEY}'" in info.log_path.read_text()  # sglang's own print: kept on disk, but private
