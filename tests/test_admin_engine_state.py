@@ -3,6 +3,8 @@ engine's own progress is replaced, auto-restart is set from the panel and saved 
 says where automatic restarts stand."""
 
 import dataclasses
+import os
+import signal
 import time
 
 import pytest
@@ -20,6 +22,7 @@ from m3ui.engine_link import EngineLink
 from m3ui.services import AppServices, simulated_settings, start_default_engine
 from m3ui.ui.admin.events import state_change_outcome
 from m3ui.ui.admin.status import render_status
+from tests.test_supervisor import wait_for
 
 KILLED = Diagnosis(FailureCause.UNKNOWN, "The engine was killed by SIGKILL", "…", (), exit_code=-9)
 
@@ -100,5 +103,22 @@ def test_a_profile_that_starts_with_the_app_brings_its_auto_restart_policy(tmp_p
         services.profiles.save(Profile("unattended", simulated_settings(), Engine("sim"), True, policy))
         assert start_default_engine(services).ok
         assert services.supervisor.restart_policy == policy
+    finally:
+        services.close()
+
+
+def test_stop_calls_off_a_pending_automatic_restart(tmp_path, monkeypatch):
+    monkeypatch.setenv("M3UI_SIM_STARTUP_SECONDS", "0.3")
+    services = AppServices.create(tmp_path / "data", AccessPolicy("127.0.0.1", None))
+    try:
+        console = AdminConsole(services)
+        console.set_restart_policy(RestartPolicy(enabled=True, first_delay_s=30))
+        assert console.start(simulated_settings(), Engine("sim")).ok and services.supervisor.wait_ready(30)
+        os.kill(services.supervisor.snapshot().pid, signal.SIGKILL)
+        wait_for(lambda: services.supervisor.snapshot().auto_restart is not None, 10, "the restart to be planned")
+        outcome = console.stop()
+        assert outcome.message == "The automatic restart was called off: the engine stays down."
+        assert services.supervisor.snapshot().auto_restart is None
+        assert console.stop().message == "Nothing to stop: the engine is failed."
     finally:
         services.close()

@@ -122,9 +122,12 @@ class AdminConsole:
 
     def stop(self) -> Outcome:
         with self._launch_lock:
-            state = self.services.supervisor.state
-            if state not in (EngineState.STARTING, EngineState.READY):
-                return Outcome("info", f"Nothing to stop: the engine is {state.value}.")
+            snap = self.services.supervisor.snapshot(log_lines=0)
+            if snap.auto_restart is not None and snap.auto_restart.due_at is not None:
+                self.services.link.stop()  # calls the pending restart off
+                return Outcome("ok", "The automatic restart was called off: the engine stays down.")
+            if snap.state not in (EngineState.STARTING, EngineState.READY):
+                return Outcome("info", f"Nothing to stop: the engine is {snap.state.value}.")
             self.services.link.stop()
             return Outcome("ok", "Engine stopped." if self.services.link.status().mode != "attached"
                            else "Detached from the external engine.")
