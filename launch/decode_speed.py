@@ -28,6 +28,9 @@ import numpy as np
 CPU_ACTIVATION_COST = 3.83
 CPU_LAYER_COST = 2.28
 ALL_CPU_STEP = 1.0 + CPU_ACTIVATION_COST + CPU_LAYER_COST  # every activation on a CPU expert
+# One request alone with every routed expert on the CPU, tok/s: the seed's M3 hybrid, the simulated
+# engine's default (M3UI_SIM_DECODE_TPS) and the planner's reference for absolute predictions.
+REFERENCE_ALL_CPU_TPS = 22.0
 
 
 def relative_step_time(layer_miss_shares: np.ndarray, experts_per_token: int) -> float:

@@ -62,14 +62,24 @@ def gpu_expert_mask(shape: ModelShape, settings: LaunchSettings) -> np.ndarray:
     if total is None:
         return np.ones((shape.num_layers, shape.num_routed_experts), dtype=bool)
     strategy = settings.kt_expert_placement_strategy
+    frequency = activation_frequency(shape, settings.init_expert_location) if strategy == "frequency" else None
+    return strategy_masks(shape, strategy, total, frequency)
+
+
+def strategy_masks(shape: ModelShape, strategy: str, total: int, activation_freq: np.ndarray | None) -> np.ndarray:
+    """bool [num_layers, num_routed_experts] for `total` GPU experts over the MoE layers, dense rows True.
+
+    `activation_freq` (float32 [num_layers, num_experts], as `activation_frequency` reads it) is used by
+    "frequency" only.
+    """
     if strategy == "uniform":
         masks = uniform_masks(shape, total)
     elif strategy == "front-loading":
         masks = front_loading_masks(shape, total)
     elif strategy == "random":
         masks = random_masks(shape, total)
-    elif strategy == "frequency":
-        masks = frequency_masks(activation_frequency(shape, settings.init_expert_location), total)
+    elif strategy == "frequency" and activation_freq is not None:
+        masks = frequency_masks(activation_freq, total)
     else:
         raise PlacementError(f"Unknown kt_expert_placement_strategy: {strategy}")
     masks[_dense_rows(shape)] = True
@@ -108,7 +118,13 @@ def random_masks(shape: ModelShape, total: int, seed: int = RANDOM_PLACEMENT_SEE
 def frequency_masks(activation_freq: np.ndarray, total: int) -> np.ndarray:
     """The global top-`total` of a float32 [num_layers, num_experts] frequency table (dense rows not yet set)."""
     flat = activation_freq.astype(np.float32).ravel()
-    chosen = torch_topk_indices(flat, min(max(total, 0), flat.size))
+    k = min(max(total, 0), flat.size)
+    if 0 < k < flat.size and not np.isnan(flat).any():
+        kth = np.partition(flat, flat.size - k)[flat.size - k]  # the k-th largest value
+        above, at = flat > kth, flat == kth
+        if int(above.sum() + at.sum()) == k:  # no tie straddles the cut: every top-k picks this very set
+            return (above | at).reshape(activation_freq.shape)
+    chosen = torch_topk_indices(flat, k)  # ties at the cut: only torch's own selection order says which
     masks = np.zeros(flat.size, dtype=bool)
     masks[chosen] = True
     return masks.reshape(activation_freq.shape)

@@ -11,6 +11,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from launch.decode_speed import REFERENCE_ALL_CPU_TPS
+
 ENV_PREFIX = "M3UI_SIM_"
 GPU_COUNT_ENV = "M3UI_SIM_GPU_COUNT"
 GPU_MEM_ENV = "M3UI_SIM_GPU_MEM_GB"
@@ -69,7 +71,7 @@ def load_sim_config(tp_size: int, env: Mapping[str, str] | None = None) -> SimCo
         gpu_mem_gb=_number(env, GPU_MEM_ENV, 96.0, 1.0),
         ram_gb=_number(env, RAM_ENV, 1024.0, 1.0),
         startup_seconds=_number(env, STARTUP_ENV, 4.0, 0.0),
-        decode_tps=_number(env, DECODE_TPS_ENV, 22.0, 0.1),
+        decode_tps=_number(env, DECODE_TPS_ENV, REFERENCE_ALL_CPU_TPS, 0.1),
         prefill_tps=_number(env, PREFILL_TPS_ENV, 400.0, 1.0),
         gpu_prefill_tps=_number(env, GPU_PREFILL_TPS_ENV, 4000.0, 1.0),
         unthrottled=env.get(UNTHROTTLED_ENV, "").strip().lower() in ("1", "true", "yes", "on"),
