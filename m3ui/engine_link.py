@@ -38,6 +38,7 @@ class EngineStatus:
     model: str | None
     # One plain line for chat users when the engine died or failed to start (None otherwise).
     failure: str | None = None
+    restart_in_s: float | None = None  # a dead engine's automatic restart is due in this many seconds
 
     @property
     def kind(self) -> str:
@@ -50,8 +51,9 @@ class EngineStatus:
         kind = self.kind
         if self.ready:
             return f"{kind} ready — {self.model or '?'} at {self.url}"
-        if self.state is EngineState.FAILED:
-            return f"{kind} failed — {self.phase_detail}"  # the diagnosis' title, never a stale phase
+        if self.state is EngineState.FAILED:  # the diagnosis' title, never a stale phase
+            restart = f"; restarting in {self.restart_in_s:.0f} s" if self.restart_in_s is not None else ""
+            return f"{kind} failed — {self.phase_detail}{restart}"
         if self.state is EngineState.STARTING:
             return f"{kind} starting ({self.progress:.0%}) — {self.phase_detail}"
         return f"{kind} {self.state.value}"
@@ -122,6 +124,7 @@ class EngineLink:
             simulated=self._mode == "simulated" or bool(snap.readiness and snap.readiness.simulated),
             progress=snap.progress, url=snap.url, model=models[0] if models else None,
             failure=_failure_line(snap.diagnosis, snap.auto_restart) if snap.state is EngineState.FAILED else None,
+            restart_in_s=_restart_in(snap.auto_restart) if snap.state is EngineState.FAILED else None,
         )
 
     def endpoint(self) -> EndpointConfig | None:
@@ -140,10 +143,14 @@ class EngineLink:
         return None
 
 
+def _restart_in(auto: AutoRestart | None) -> float | None:
+    return max(0.0, auto.due_at - time.time()) if auto is not None and auto.due_at is not None else None
+
+
 def _failure_line(diagnosis: Diagnosis | None, auto: AutoRestart | None) -> str:
     what = diagnosis.plain if diagnosis is not None else "The engine stopped unexpectedly"
-    if auto is not None and auto.due_at is not None:
-        wait = max(0.0, auto.due_at - time.time())
+    wait = _restart_in(auto)
+    if auto is not None and wait is not None:
         return f"{what}; it restarts by itself in {wait:.0f} s (attempt {auto.attempt} of {auto.max_attempts})."
     return f"{what}; an admin can restart it from the admin panel."
 

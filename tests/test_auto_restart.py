@@ -82,6 +82,7 @@ def test_a_killed_engine_is_restarted_with_back_off_until_the_limit_then_left_fo
     assert (auto.attempt, auto.max_attempts, auto.gave_up) == (1, 2, False) and auto.due_at is not None
     assert "restarts by itself in" in link.status().failure and "(attempt 1 of 2)" in link.status().failure
     assert "killed by SIGKILL" in link.status().failure
+    assert "failed — The engine was killed by SIGKILL; restarting in" in link.status().label
     wait_for(lambda: supervisor.state is EngineState.READY, 30, "the first automatic restart")
     assert supervisor.snapshot().pid != first
     assert supervisor.snapshot().auto_restart.describe(0) == "auto-restarted (attempt 1 of 2)"
@@ -96,6 +97,7 @@ def test_a_killed_engine_is_restarted_with_back_off_until_the_limit_then_left_fo
     auto = supervisor.snapshot().auto_restart
     assert auto.gave_up and auto.due_at is None
     assert link.status().failure.endswith("an admin can restart it from the admin panel.")
+    assert "restarting" not in link.status().label
     stays_down(supervisor)
 
 
