@@ -17,19 +17,21 @@ def test_the_printed_url_is_one_a_browser_can_open(host, url):
     assert browse_url(host, 7860) == url
 
 
-def test_the_admin_password_comes_from_a_private_file(tmp_path):
-    secret = tmp_path / "admin.pw"
+def password_file(folder, mode: int):
+    secret = folder / "admin.pw"
     secret.write_text("correct horse battery\n")
-    secret.chmod(0o600)
-    args = parse_args(["--admin-password-file", str(secret)])
+    secret.chmod(mode)
+    return secret
+
+
+def test_the_admin_password_comes_from_a_private_file(tmp_path):
+    args = parse_args(["--admin-password-file", str(password_file(tmp_path, 0o600))])
     assert args.admin_password == "correct horse battery"
     assert args.password_warning is None
 
 
 def test_a_password_file_others_can_read_gets_a_warning(tmp_path):
-    secret = tmp_path / "admin.pw"
-    secret.write_text("correct horse battery\n")
-    secret.chmod(0o644)
+    secret = password_file(tmp_path, 0o644)
     args = parse_args(["--admin-password-file", str(secret)])
     assert args.admin_password == "correct horse battery"
     assert f"chmod 600 {secret}" in args.password_warning
@@ -47,10 +49,8 @@ def test_an_unusable_password_file_stops_before_anything_starts(tmp_path, capsys
 
 
 def test_options_that_clash_or_do_not_parse_are_refused(tmp_path, capsys):
-    secret = tmp_path / "admin.pw"
-    secret.write_text("long enough password\n")
     with pytest.raises(SystemExit):
-        parse_args(["--admin-password", "x", "--admin-password-file", str(secret)])
+        parse_args(["--admin-password", "x", "--admin-password-file", str(password_file(tmp_path, 0o600))])
     assert "give the admin password once" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         parse_args(["--allowed-host", "http://m3ui.example.org:7860"])
