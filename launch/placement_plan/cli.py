@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -141,7 +142,7 @@ def _cmd_ab(args: argparse.Namespace, resolve: Resolve, data_dir: Path) -> int:
     try:
         result = run_ab(settings, shape, prompts, other, work_dir, hardware)
     except AbError as error:
-        print(f"error: {error}")
+        print(f"error: {error}", file=sys.stderr)
         return 1
     if args.json:
         segments = len(result.before.recording.segments)
