@@ -33,4 +33,6 @@ def test_the_listen_address_is_a_name_the_app_answers_to(tmp_path):
         assert app.url == f"http://127.0.0.2:{port}"
         assert status(app.url + "/config") == 200
         assert status(app.url + "/config", f"localhost:{port}") == 200
-        assert status(app.url + "/config", f"evil.example:{port}") == 400
+        refused = httpx.get(app.url + "/config", headers={"Host": f"evil.example:{port}"}, trust_env=False)
+        assert refused.status_code == 400 and "--allowed-host evil.example" in refused.text
+    assert "refused requests for Host 'evil.example'" in app.log()

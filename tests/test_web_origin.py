@@ -3,7 +3,7 @@
 
 import pytest
 
-from m3ui.web.hosts import allowed_hosts, check_allowed_host, local_addresses
+from m3ui.web.hosts import allowed_hosts, check_allowed_host, local_addresses, split_host
 from m3ui.web.origin_guard import origin_allowed
 
 
@@ -48,3 +48,11 @@ def test_unusable_allowed_host_values_are_explained(bad):
 @pytest.mark.parametrize("good", ["m3ui.example.org", "*.lab.org", "10.0.0.5", "::1", "[::1]"])
 def test_usable_allowed_host_values(good):
     assert check_allowed_host(good) is None
+
+
+@pytest.mark.parametrize(("header", "parsed"), [
+    ("127.0.0.1:7860", ("127.0.0.1", 7860)), ("LocalHost", ("localhost", 80)), ("[::1]:7860", ("[::1]", 7860)),
+    ("evil.example:abc", None), ("evil@127.0.0.1", None), ("", None), ("[::1", None), ("a b", None),
+])
+def test_host_headers_parse_or_are_refused(header, parsed):
+    assert split_host(header) == parsed

@@ -4,11 +4,11 @@ Host allow-list → Origin check → admin token (passwordless admin only) → l
 from __future__ import annotations
 
 from starlette.applications import Starlette
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from m3ui.access import AccessPolicy
 from m3ui.web.admin_token import AdminTokenGuard
 from m3ui.web.api_guard import ApiGuard
+from m3ui.web.host_guard import HostGuard
 from m3ui.web.hosts import allowed_hosts
 from m3ui.web.login_guard import LoginGuard
 from m3ui.web.mounts import GradioMount
@@ -24,5 +24,4 @@ def install_guards(app: Starlette, policy: AccessPolicy, mounts: tuple[GradioMou
     if policy.admin_open_locally:
         app.add_middleware(AdminTokenGuard, token=policy.admin_token, prefix=ADMIN_PREFIX)
     app.add_middleware(OriginGuard, allowed_names=policy.allowed_hosts)
-    app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(policy.ui_host, policy.allowed_hosts),
-                       www_redirect=False)
+    app.add_middleware(HostGuard, allowed=allowed_hosts(policy.ui_host, policy.allowed_hosts))

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+from urllib.parse import urlsplit
 
 import psutil
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 WILDCARD_HOSTS = ("0.0.0.0", "::", "")
 
 
@@ -24,6 +26,23 @@ def host_name(name: str) -> str:
     except ValueError:
         pass
     return bare
+
+
+def split_host(netloc: str, scheme: str = "http") -> tuple[str, int | None] | None:
+    """(name as host_name spells it, port) of a Host header or URL authority; None when it does not parse."""
+    if any(c in netloc for c in "@/?#\\ "):  # userinfo, paths...: no browser sends a Host like that
+        return None
+    try:
+        parts = urlsplit(f"//{netloc}")
+        return (host_name(parts.hostname), parts.port or DEFAULT_PORTS.get(scheme)) if parts.hostname else None
+    except ValueError:
+        return None
+
+
+def name_matches(name: str, allowed: str) -> bool:
+    """`allowed` is a name or a `*.example.org` wildcard (as --allowed-host takes them)."""
+    pattern = host_name(allowed)
+    return name == pattern or (pattern.startswith("*.") and name.endswith(pattern[1:]))
 
 
 def local_addresses() -> list[str]:

@@ -13,23 +13,7 @@ from urllib.parse import urlsplit
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from m3ui.web.asgi import header, refuse
-from m3ui.web.hosts import host_name
-
-DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
-
-
-def _host_port(netloc: str, scheme: str) -> tuple[str, int | None] | None:
-    try:
-        parts = urlsplit(f"//{netloc}")
-        return host_name(parts.hostname or ""), parts.port or DEFAULT_PORTS.get(scheme)
-    except ValueError:
-        return None
-
-
-def name_matches(name: str, allowed: str) -> bool:
-    """`allowed` is a name or a `*.example.org` wildcard, as --allowed-host and Starlette's TrustedHost take."""
-    pattern = host_name(allowed)
-    return name == pattern or (pattern.startswith("*.") and name.endswith(pattern[1:]))
+from m3ui.web.hosts import name_matches, split_host
 
 
 def origin_allowed(origin: str, host: str | None, scheme: str, allowed_names: tuple[str, ...]) -> bool:
@@ -40,12 +24,12 @@ def origin_allowed(origin: str, host: str | None, scheme: str, allowed_names: tu
         return False
     if parts.scheme not in ("http", "https") or not parts.netloc:
         return False  # "null" (sandboxed frames, file: pages) and anything odd
-    mine = _host_port(parts.netloc, parts.scheme)
+    mine = split_host(parts.netloc, parts.scheme)
     if mine is None:
         return False
     if any(name_matches(mine[0], name) for name in allowed_names):
         return True
-    return host is not None and mine == _host_port(host, "https" if parts.scheme == "https" else scheme)
+    return host is not None and mine == split_host(host, "https" if parts.scheme == "https" else scheme)
 
 
 class OriginGuard:
