@@ -103,6 +103,10 @@ class ExpertWindow:
         rates = [rate for s in self._slices if t0 < s.end <= t1 and (rate := s.hit_rate) is not None]
         return functools.reduce(operator.add, rates) if rates else None
 
+    def segments(self) -> tuple[np.ndarray, ...]:
+        """Each slice's activations, oldest first: the segments the placement planner holds out."""
+        return tuple(s.counts for s in self._slices)
+
     def points(self) -> tuple[HitRatePoint, ...]:
         return tuple(
             HitRatePoint(s.end, s.hit_rate.rate if s.hit_rate else None, int(s.counts.sum()), s.passes)

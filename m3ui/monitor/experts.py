@@ -80,6 +80,7 @@ class ExpertSnapshot:
     warnings: tuple[str, ...] = ()
     counts: np.ndarray | None = field(default=None, repr=False)  # int64 [layers, experts] over the window
     residency: np.ndarray | None = field(default=None, repr=False)  # bool [layers, experts], latest known
+    segments: tuple[np.ndarray, ...] = field(default=(), repr=False)  # each dump's counts (placement planner)
 
     @functools.cached_property
     def heatmap_png(self) -> bytes | None:
@@ -293,6 +294,7 @@ class ExpertSource:
             hottest_cpu=hottest_cpu_experts(counts, residency, self._top_n) if ranked else (),
             coldest_gpu=coldest_gpu_experts(counts, residency, self._top_n) if ranked else (),
             last_dump=self._boundary or None, warnings=warnings, counts=counts, residency=residency,
+            segments=self._window.segments(),
         )
         self._points = self._window.points()
         return self._latest

@@ -1,0 +1,74 @@
+"""Placement advice on the Monitor's own window of recorder dumps: the planner (`launch.placement_plan`) run on
+what the engine served in the last minutes, refreshed at most every REFRESH_S (a plan takes about a second).
+
+Each dump of the window is one segment of the recording; the GPU experts the engine reported (or assumed
+from the launch settings) give the current placement and its N. VRAM: the launch settings' TP size and
+memory fraction, on the GPU memory the monitor sees (or the simulated engine's).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from launch.model_config import ModelShape, load_model_shape
+from launch.placement_plan.predict import Hardware, PlacementPlan, plan_placement
+from launch.placement_plan.recording import Recording
+from launch.placement_plan.report import confidence, recommendation
+from launch.settings import LaunchSettings
+
+REFRESH_S = 30.0
+MIN_SEGMENTS = 2
+
+
+@dataclass(frozen=True, eq=False)
+class PlacementAdvice:
+    plan: PlacementPlan | None
+    reason: str | None  # why there is no plan
+    sentence: str = ""
+    confidence: str = "low"
+
+
+def model_shape_for(settings: LaunchSettings | None) -> ModelShape:
+    """The launched model's shape; the bundled M3 one when its folder has no config.json (the simulated engine)."""
+    path = settings.model_path if settings is not None else None
+    return load_model_shape(path if path and (Path(path) / "config.json").is_file() else None)
+
+
+def advise(segments: tuple[np.ndarray, ...], residency: np.ndarray | None, shape: ModelShape,
+           hardware: Hardware) -> PlacementAdvice:
+    """Plan on the window; a reason instead when the window cannot support one."""
+    written = tuple(s for s in segments if s.any())
+    if len(written) < MIN_SEGMENTS:
+        return PlacementAdvice(None, "Placement advice needs a few recorder dumps with traffic: send some chats.")
+    if residency is None:
+        return PlacementAdvice(None, "Placement advice needs to know which experts sit on the GPU.")
+    if written[0].shape != (shape.num_layers, shape.num_routed_experts):
+        return PlacementAdvice(None, f"The dumps ({written[0].shape}) do not fit the launched model's shape.")
+    moe = list(shape.moe_layer_ids)
+    current = round(residency[moe].sum() / max(1, len(moe)))
+    recording = Recording(written, len(written), len(written), False, residency)
+    plan = plan_placement(recording, shape, current, hardware)
+    return PlacementAdvice(plan, None, recommendation(plan, len(written)), confidence(plan, len(written)))
+
+
+class AdviceCache:
+    """One plan per REFRESH_S for the whole app, whichever session asks (thread-safe)."""
+
+    def __init__(self, refresh_s: float = REFRESH_S) -> None:
+        self._refresh_s = refresh_s
+        self._lock = threading.Lock()
+        self._at = float("-inf")
+        self._advice: PlacementAdvice | None = None
+
+    def get(self, compute: Callable[[], PlacementAdvice]) -> PlacementAdvice:
+        with self._lock:
+            now = time.monotonic()
+            if self._advice is None or now - self._at >= self._refresh_s:
+                self._advice, self._at = compute(), now
+            return self._advice

@@ -1,0 +1,70 @@
+"""The Placement panel: GPU hit rate and predicted decode tok/s against GPU experts per layer, one line per
+strategy, the VRAM ceiling and the current setting marked, and the recommendation in one sentence.
+
+Inline SVG (a few kB, no plotting library): two small charts side by side sharing the x axis.
+"""
+
+from __future__ import annotations
+
+from m3ui.experts.placement_advice import PlacementAdvice
+from m3ui.ui.monitor.format import esc, note, notes
+
+STRATEGY_COLOURS = {"uniform": "#8a94a6", "frequency": "#00c8e6", "front-loading": "#f5a524", "random": "#c06cf0"}
+_W, _H, _PAD = 300, 150, 30  # one chart's size and its left/bottom margin, px
+
+
+def _x(n: int, experts: int) -> float:
+    return _PAD + n / max(1, experts) * (_W - _PAD - 8)
+
+
+def _y(value: float, top: float) -> float:
+    return _H - _PAD - (value / top if top else 0.0) * (_H - _PAD - 8)
+
+
+def _chart(advice: PlacementAdvice, metric: str, title: str, unit: str) -> str:
+    plan = advice.plan
+    assert plan is not None
+    experts = max(p.gpu_experts for points in plan.curve.values() for p in points)
+    values = {s: [(p.gpu_experts, p.hit_rate * 100 if metric == "hit" else p.decode_tps) for p in points]
+              for s, points in plan.curve.items()}
+    top = 100.0 if metric == "hit" else max(v for series in values.values() for _, v in series) * 1.05
+    lines = "".join(
+        f'<polyline fill="none" stroke="{STRATEGY_COLOURS[s]}" stroke-width="1.6" data-strategy="{s}" '
+        f'points="{" ".join(f"{_x(n, experts):.1f},{_y(v, top):.1f}" for n, v in series)}"/>'
+        for s, series in values.items())
+    ceiling = _x(min(plan.vram_ceiling, experts), experts)
+    current = _x(plan.gpu_experts, experts)
+    return (f'<svg class="m3-placement-chart" viewBox="0 0 {_W} {_H}" role="img" aria-label="{esc(title)}">'
+            f'<text x="{_PAD}" y="12" font-size="10">{esc(title)}</text>'
+            f'<line x1="{_PAD}" y1="{_H - _PAD}" x2="{_W - 8}" y2="{_H - _PAD}" stroke="currentColor" '
+            'stroke-width=".5"/>'
+            f'<text x="2" y="{_y(top, top) + 4:.0f}" font-size="9">{top:.0f}{unit}</text>'
+            f'<text x="2" y="{_H - _PAD}" font-size="9">0</text>'
+            f'<text x="{_PAD}" y="{_H - 12}" font-size="9">0</text>'
+            f'<text x="{_W - 30}" y="{_H - 12}" font-size="9">{experts}</text>'
+            f'<text x="{_W / 2 - 50:.0f}" y="{_H - 2}" font-size="9">GPU experts per layer</text>'
+            f'<line x1="{ceiling:.1f}" y1="8" x2="{ceiling:.1f}" y2="{_H - _PAD}" stroke="#e5484d" '
+            f'stroke-dasharray="3 2" data-mark="vram-ceiling"><title>VRAM ceiling: {plan.vram_ceiling}</title></line>'
+            f'<line x1="{current:.1f}" y1="8" x2="{current:.1f}" y2="{_H - _PAD}" stroke="currentColor" '
+            f'stroke-width=".6" data-mark="current"><title>now: {plan.gpu_experts}</title></line>'
+            f"{lines}</svg>")
+
+
+def placement_panel(advice: PlacementAdvice | None) -> str:
+    """The curves and the recommendation, or why there are none."""
+    if advice is None:
+        return ""
+    if advice.plan is None:
+        return note("empty", advice.reason or "", "No placement advice yet.")
+    plan = advice.plan
+    legend = " ".join(f'<span class="m3-legend-item"><i style="background:{c}"></i>{esc(s)}</span>'
+                      for s, c in STRATEGY_COLOURS.items())
+    saved = (f" Frequency reaches uniform's hit rate with {plan.frequency_matches_uniform_at} experts per layer "
+             f"({plan.vram_saved_gb:.1f} GB of VRAM per GPU freed)." if plan.vram_saved_gb else "")
+    return (f'<div class="m3-placement" data-confidence="{esc(advice.confidence)}">'
+            f'<p class="m3-placement-advice"><strong>{esc(advice.sentence)}</strong>{esc(saved)}</p>'
+            f'<div class="m3-placement-charts">{_chart(advice, "hit", "GPU hit rate", "%")}'
+            f'{_chart(advice, "tps", "Predicted decode (one request)", " tok/s")}</div>'
+            f'<div class="m3-legend">{legend} · <span style="color:#e5484d">┆</span> VRAM ceiling '
+            f"({plan.vram_ceiling} per layer) · │ now ({plan.gpu_experts})</div>"
+            f"{notes('warn', plan.warnings)}</div>")
