@@ -10,7 +10,7 @@ import openai
 from m3ui.client.http_library import http
 from m3ui.client.request import ToolChoice, WireMessage, WireTool, chat_request_kwargs
 from m3ui.client.settings import EndpointConfig, GenerationSettings
-from m3ui.client.stream import ChatStream, SdkStream
+from m3ui.client.stream import ChatStream, HttpResponse
 from m3ui.client.think_tags import InlineThinkSplitter
 from m3ui.client.timing import Clock
 
@@ -42,8 +42,11 @@ class ChatClient:
         kwargs = chat_request_kwargs(self.endpoint.model, messages, settings, tools, tool_choice)
         kwargs["timeout"] = self._timeout(settings)
 
-        def open_stream() -> SdkStream:
-            return self._sdk.chat.completions.create(**kwargs)  # type: ignore[call-overload]
+        def open_stream() -> HttpResponse:
+            # The raw streamed response (closed by ChatStream, as leaving the context manager would): its chunks
+            # are parsed with orjson, not turned into pydantic models one by one.
+            manager = self._sdk.chat.completions.with_streaming_response.create(**kwargs)  # type: ignore[call-overload]
+            return manager.__enter__().http_response
 
         return ChatStream(open_stream, self.endpoint.base_url, settings, self._content_filter(settings), self._clock)
 

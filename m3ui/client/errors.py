@@ -44,6 +44,13 @@ def _timed_out(exc: BaseException) -> bool:
         exc.__cause__, http.TimeoutException)
 
 
+def streamed_error(body: object) -> StreamError:
+    """A `data: {"error": ..}` event in the middle of the stream (e.g. the prompt is too long); `body` is the value
+    of its "error" key."""
+    message = server_message(body, "An error occurred during streaming")
+    return StreamError("stream", _status_from_body(body), f"The engine stopped with an error: {message}")
+
+
 def stream_error_from(exc: Exception, base_url: str, streaming: bool, stall_s: float) -> StreamError:
     """Classify an exception raised while opening (`streaming=False`) or reading a stream."""
     if isinstance(exc, openai.APIStatusError):
@@ -65,10 +72,6 @@ def stream_error_from(exc: Exception, base_url: str, streaming: bool, stall_s: f
                                "closed)")
         cause = exc.__cause__ or exc
         return StreamError("connection", None, f"Cannot reach the engine at {base_url} ({cause}); is it running?")
-    if isinstance(exc, openai.APIError):
-        # An `data: {"error": ..}` event in the middle of the stream (e.g. the prompt is too long).
-        message = server_message(exc.body, safe_text(exc.message))
-        return StreamError("stream", _status_from_body(exc.body), f"The engine stopped with an error: {message}")
     if isinstance(exc, json.JSONDecodeError):
         return StreamError("protocol", None, "The engine sent an event that is not JSON: it is misbehaving or not an "
                            f"OpenAI-compatible engine (it sent: {preview(exc.doc)})")

@@ -1,4 +1,7 @@
-"""One streaming chat completion as an iterator of typed events, with a thread-safe stop()."""
+"""One streaming chat completion as an iterator of typed events, with a thread-safe stop().
+
+The openai SDK sends the request and classifies what goes wrong opening it; the body is read raw (see
+event_stream.py) and each chunk's fields are read from the parsed JSON (see chunk_fields.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import openai
 
 from m3ui.client.chunk_fields import (
     MalformedChunk,
+    chunk_object,
     chunk_usage,
     delta_of,
     delta_text,
@@ -22,7 +26,8 @@ from m3ui.client.chunk_fields import (
     malformed_chunk_error,
     tool_call_fragments,
 )
-from m3ui.client.errors import preview, stream_error_from
+from m3ui.client.errors import preview, stream_error_from, streamed_error
+from m3ui.client.event_stream import event_data, parse_json
 from m3ui.client.events import (
     ContentDelta,
     Finished,
@@ -43,7 +48,7 @@ from m3ui.client.think_tags import StrayCloserFilter
 from m3ui.client.timing import Clock, StreamTimer
 from m3ui.client.tool_call_assembler import ToolCallAssembler
 
-SdkStream = openai.Stream[Any]
+HttpResponse = Any  # the streamed Response of the SDK's HTTP library (see http_library.py)
 _STREAM_FAILURES = (openai.APIError, http.HTTPError, json.JSONDecodeError)
 _READ_FAILURES = (*_STREAM_FAILURES, UnicodeDecodeError)  # a non-UTF-8 byte in the event stream
 
@@ -57,7 +62,7 @@ class ChatStream:
 
     def __init__(
         self,
-        open_stream: Callable[[], SdkStream],
+        open_stream: Callable[[], HttpResponse],
         base_url: str,
         settings: GenerationSettings,
         content_filter: StrayCloserFilter,
@@ -69,7 +74,7 @@ class ChatStream:
         self._filter = content_filter
         self._clock = clock
         self._stopped = threading.Event()
-        self._sdk_stream: SdkStream | None = None
+        self._response: HttpResponse | None = None
         self._lock = threading.Lock()
         self._iterator = self._events()  # nothing is sent until the first event is asked for
 
@@ -89,10 +94,10 @@ class ChatStream:
     def stop(self) -> None:
         self._stopped.set()
         with self._lock:
-            sdk_stream = self._sdk_stream
-        if sdk_stream is None or sdk_stream.response.is_closed:
+            response = self._response
+        if response is None or response.is_closed:
             return
-        _disconnect(sdk_stream)
+        _disconnect(response)
 
     def _events(self) -> Iterator[StreamEvent]:
         timer = StreamTimer(self._clock)
@@ -100,52 +105,63 @@ class ChatStream:
             yield Finished("cancelled", timer.stats(None, None))
             return
         try:
-            sdk_stream = self._open_stream()
+            response = self._open_stream()
         except _STREAM_FAILURES as exc:
             yield stream_error_from(exc, self._base_url, False, self._settings.stall_seconds)
             return
         with self._lock:
-            self._sdk_stream = sdk_stream
+            self._response = response
         if self.stopped:  # stop() came while the request was being opened
             self.stop()
         try:
-            yield from self._read(sdk_stream, timer)
+            yield from self._read(response, timer)
         finally:
             # Also on GeneratorExit (the UI dropped the generator): closing an unfinished response closes its
             # connection, and the engine aborts the request when it sees the disconnect.
-            sdk_stream.close()
+            response.close()
 
-    def _read(self, sdk_stream: SdkStream, timer: StreamTimer) -> Iterator[StreamEvent]:
+    def _read(self, response: HttpResponse, timer: StreamTimer) -> Iterator[StreamEvent]:
         tool_calls = ToolCallAssembler()
         cap = OutputCap(self._settings.max_tokens)
         finish_reason: str | None = None
         usage: Usage | None = None
         try:
-            wrong_body = not_an_event_stream(sdk_stream.response, self._base_url)  # reads: may stall
+            wrong_body = not_an_event_stream(response, self._base_url)  # reads: may stall
             if wrong_body is not None:
                 yield wrong_body
                 return
-            for chunk in sdk_stream:
+            for data in event_data(response.iter_bytes()):
+                if data.startswith("[DONE]"):
+                    break
+                chunk = parse_json(data)
+                error = chunk.get("error") if isinstance(chunk, dict) else None
+                if error:
+                    yield streamed_error(error)
+                    return
                 try:
                     events = self._chunk_events(chunk, timer, tool_calls)
                 except MalformedChunk as problem:
                     yield malformed_chunk_error(chunk, problem)
                     return
+                chars = 0  # of text in this chunk, for the output cap
                 for event in events:
                     if isinstance(event, Usage):
                         usage = event
                     elif isinstance(event, _FinishMark):
                         finish_reason = event.reason
                         continue
+                    elif isinstance(event, ToolCallDelta):
+                        chars += len(event.arguments_fragment)
+                    elif isinstance(event, ReasoningDelta | ContentDelta):
+                        chars += len(event.text)
                     yield event
-                cap.add(sum(len(e.text) for e in events if isinstance(e, TextDelta))
-                        + sum(len(e.arguments_fragment) for e in events if isinstance(e, ToolCallDelta)))
+                cap.add(chars)
                 if self.stopped:
                     break
                 if cap.exceeded and finish_reason is None:
                     finish_reason = "capped"
                     yield from self._filter.flush()
-                    _disconnect(sdk_stream)  # the engine sees the disconnect and stops generating
+                    _disconnect(response)  # the engine sees the disconnect and stops generating
                     break
         except _READ_FAILURES as exc:
             if not self.stopped:
@@ -155,8 +171,9 @@ class ChatStream:
         completion_tokens = usage.completion_tokens if usage else None
         yield self._final_event(finish_reason, timer.stats(prompt_tokens, completion_tokens))
 
-    def _chunk_events(self, chunk: Any, timer: StreamTimer, tool_calls: ToolCallAssembler) -> list[_ChunkEvent]:
+    def _chunk_events(self, value: object, timer: StreamTimer, tool_calls: ToolCallAssembler) -> list[_ChunkEvent]:
         """The events of one chunk, in order; MalformedChunk when it is not in the chat-stream shape."""
+        chunk = chunk_object(value)
         usage = chunk_usage(chunk)
         events: list[_ChunkEvent] = [usage] if usage is not None else []
         choice = first_choice(chunk, has_usage=usage is not None)
@@ -211,11 +228,10 @@ class _FinishMark:
     reason: str
 
 
-TextDelta = ReasoningDelta | ContentDelta
 _ChunkEvent = StreamEvent | _FinishMark
 
 
-def not_an_event_stream(response: Any, base_url: str) -> StreamError | None:
+def not_an_event_stream(response: HttpResponse, base_url: str) -> StreamError | None:
     """An error when a 200 answer is not an event stream: a web page (a proxy, a wrong port) or one JSON
     document (a server that ignored stream=true) would otherwise read as a stream that ended too early."""
     content_type = response.headers.get("content-type", "")
@@ -231,13 +247,13 @@ def not_an_event_stream(response: Any, base_url: str) -> StreamError | None:
     return StreamError("protocol", None, f"The engine answered with {what} (it sent: {body})")
 
 
-def _disconnect(sdk_stream: SdkStream) -> None:
+def _disconnect(response: HttpResponse) -> None:
     # A transport without a socket to shut down is closed instead: that takes effect at its next byte.
-    if not _shutdown_socket(sdk_stream.response):
-        sdk_stream.close()
+    if not _shutdown_socket(response):
+        response.close()
 
 
-def _shutdown_socket(response: Any) -> bool:
+def _shutdown_socket(response: HttpResponse) -> bool:
     """Shut the response's socket down: the engine sees the disconnect at once and a read blocked in
     another thread wakes up (closing alone would wait for the next byte). False when there is no socket."""
     network_stream = response.extensions.get("network_stream")
