@@ -1,7 +1,8 @@
 """Assembles the pages: the main app (chat, tools, monitor) at `/` and the admin app at `/admin/`.
 
-The admin app is a separate Gradio app with its own login, so none of its handlers is reachable through
-the main app; each admin handler checks the user again (m3ui.access.AccessPolicy.require_admin).
+The admin app is a separate Gradio app with its own login and its own file cache, so none of its handlers
+or exports is reachable through the main app; each admin handler checks the user again
+(m3ui.access.AccessPolicy.require_admin). Both apps sit behind the HTTP guards of m3ui.web.
 """
 
 from __future__ import annotations

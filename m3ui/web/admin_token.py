@@ -31,7 +31,7 @@ def _same(given: str, token: str) -> bool:
 
 
 class AdminTokenGuard:
-    def __init__(self, app: ASGIApp, token: str, prefix: str = "/admin") -> None:
+    def __init__(self, app: ASGIApp, token: str, prefix: str) -> None:
         self.app = app
         self.token = token
         self.prefix = prefix

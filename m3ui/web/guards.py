@@ -14,14 +14,13 @@ from m3ui.web.login_guard import LoginGuard
 from m3ui.web.mounts import GradioMount
 from m3ui.web.origin_guard import OriginGuard
 
-ADMIN_PREFIX = "/admin"
-
 
 def install_guards(app: Starlette, policy: AccessPolicy, mounts: tuple[GradioMount, ...]) -> None:
     # add_middleware wraps what was added before, so the last one added runs first.
     app.add_middleware(ApiGuard, mounts=mounts)
     app.add_middleware(LoginGuard, mounts={m.prefix: m.name for m in mounts})
-    if policy.admin_open_locally:
-        app.add_middleware(AdminTokenGuard, token=policy.admin_token, prefix=ADMIN_PREFIX)
+    admin = next((mount for mount in mounts if mount.name == "admin"), None)
+    if admin is not None and policy.admin_open_locally:
+        app.add_middleware(AdminTokenGuard, token=policy.admin_token, prefix=admin.prefix)
     app.add_middleware(OriginGuard, allowed_names=policy.allowed_hosts)
     app.add_middleware(HostGuard, allowed=allowed_hosts(policy.ui_host, policy.allowed_hosts))
