@@ -67,6 +67,12 @@ def test_dynamic_expert_update_is_refused_by_the_simulated_engine_with_the_reaso
     assert "copy_experts_weights_int4" in sim.output
 
 
+def test_with_kt_the_simulated_engine_turns_shared_experts_fusion_off_as_sglang_does(start_sim):  # noqa: F811
+    sim = start_sim(sim_settings(free_port()))
+    sim.wait_ready()
+    assert "--disable-shared-experts-fusion is automatically set" in sim.output
+
+
 @pytest.mark.wheel
 def test_the_wheel_facts_behind_the_refusal_and_the_recorder_counts():
     root = unpack(fetch_wheel("sglang-kt", "0.7.2"), "sglang/srt/layers/moe/kt_ep_wrapper.py",

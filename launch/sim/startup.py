@@ -33,6 +33,12 @@ class _Pacer:
         return seconds
 
 
+# server_args.py: with --kt-weight-path the shared expert stays off the fused MoE (and out of the recorder's
+# counts); the launcher warns before anything starts.
+SHARED_EXPERTS_FUSION_OFF = ("KTransformers EP is enabled. --disable-shared-experts-fusion is automatically set "
+                             "to prevent shared experts from being offloaded to CPU.")
+
+
 def _kt_line(layer: int) -> str:
     # Deterministic per-layer timings in the shape kt-kernel prints (utils/amx.py NativeMoEWrapper.load_weights).
     parts = {"load_experts": 850 + 37 * (layer % 7), "prepare_tensors": 120 + 11 * (layer % 5), "build_ptrs": 0.4,
@@ -130,6 +136,8 @@ def run_startup(plan: ServingPlan, log: EngineLog, placement_error: str | None =
 
     `placement_error`: why the GPU expert placement cannot be computed (it fails the weight load)."""
     pacer = _Pacer(plan.hardware.startup_seconds)
+    if plan.settings.kt_weight_path is not None:
+        log.warning(SHARED_EXPERTS_FUSION_OFF)
     _init_distributed(plan, log, pacer)
     _load_weights(plan, log, pacer, placement_error)
     _allocate_kv(plan, log, pacer)
