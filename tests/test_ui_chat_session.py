@@ -302,3 +302,19 @@ def test_updates_slow_down_when_many_answers_stream_at_once():
     assert update_interval(1) == update_interval(5) == 0.05
     assert update_interval(16) == pytest.approx(0.16)  # 100 updates a second for the whole server
     assert update_interval(10_000) == MAX_INTERVAL_S
+
+
+def test_the_first_token_is_handed_over_at_once_not_after_an_update_interval():
+    head = (chunk(content="", role="assistant"), chunk(content="Hello"))  # and then the engine thinks on
+    with ReplayServer([SseReply(head, delay_s=0.05, hold_open_s=30)]) as server:
+        run = AnswerRun(ChatClient(EndpointConfig(base_url=server.base_url)), builtin_registry(), SETTINGS,
+                        LoopOptions(), QUESTION.conversation, interval_s=10)
+        started = time.monotonic()
+        batches = run.start().batches()
+        batch = next(batches)
+        while not any(getattr(event, "text", "") for event in batch):
+            batch = next(batches)
+        waited = time.monotonic() - started
+        run.stop()
+        list(batches)
+    assert waited < 2, f"the first token waited {waited:.1f} s for the update interval"

@@ -2,10 +2,10 @@
 
 Why a worker thread: the UI must keep showing progress while the loop blocks (waiting for a token, for tools,
 or for the user to approve a call), and must hand updates over at a bounded rate. `batches()` gives at most
-one batch per update interval (a change waits at most that long), the first token after a pause at once, a
-heartbeat when idle and the last batch when the loop ends. The interval is UPDATE_INTERVAL_S while few answers
-stream; with many at once it grows so that the whole server makes at most MAX_UPDATES_PER_S updates (each one
-re-processes a chat history in Gradio, and on a small server that work would slow the engine down).
+one batch per update interval (a change waits at most that long), the first token at once (only text shown
+starts the interval), a heartbeat when idle and the last batch when the loop ends. The interval is
+UPDATE_INTERVAL_S while few answers stream; with many at once it grows so that the whole server makes at most
+MAX_UPDATES_PER_S updates (each one is work in Gradio that on a small server would slow the engine down).
 stop() and decide() may come from any thread, e.g. another browser request.
 """
 
@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from m3ui.client.client import ChatClient
-from m3ui.client.events import ToolCall
+from m3ui.client.events import ContentDelta, ReasoningDelta, ToolCall, ToolCallDelta, ToolCallStarted
 from m3ui.client.settings import GenerationSettings
 from m3ui.conversation import Conversation, LoopEvent, LoopFinished, LoopOptions, ToolLoop
 from m3ui.tools.registry import ToolRegistry
@@ -47,6 +47,7 @@ class ApprovalDecided:
 
 
 RunEvent = LoopEvent | ApprovalRequested | ApprovalDecided
+_SHOWN_TEXT = (ContentDelta, ReasoningDelta, ToolCallStarted, ToolCallDelta)  # a batch with these starts the interval
 
 
 class _Gauge:
@@ -184,8 +185,9 @@ class AnswerRun:
             yield batch
             if isinstance(batch[-1], LoopFinished):
                 return
-            interval = self._interval_s if self._interval_s is not None else update_interval(STREAMING.count)
-            next_due = time.monotonic() + interval
+            if any(isinstance(event, _SHOWN_TEXT) for event in batch):
+                interval = self._interval_s if self._interval_s is not None else update_interval(STREAMING.count)
+                next_due = time.monotonic() + interval
 
 
 class RunRegistry:
