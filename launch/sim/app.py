@@ -26,6 +26,11 @@ from launch.sim.recorder import NOT_CONFIGURED_MESSAGE
 from launch.sim.request import ChatRequest
 
 OPEN_PREFIXES = ("/health", "/metrics")
+# sglang-router polls /get_load (power_of_two) and may POST /flush_cache; texts from http_server.py.
+GET_LOAD_DEPRECATED = ("Endpoint '/get_load' is deprecated and will be removed in a future version. "
+                       "Please use '/v1/loads' instead.")
+FLUSH_CACHE_TEXT = ("Cache flushed.\nPlease check backend logs for more details. "
+                    "(When there are running or waiting requests, the operation will not be performed.)\n")
 RECORDER_ACTIONS = {
     "start_expert_distribution_record": ("start", "Start recording the expert distribution.\n"),
     "stop_expert_distribution_record": ("stop", "Stop recording the expert distribution.\n"),
@@ -105,6 +110,17 @@ def create_app(engine: Engine, args: SimArgs) -> FastAPI:
     @app.get("/v1/loads")
     async def loads() -> dict[str, Any]:
         return info.loads(engine)
+
+    @app.get("/get_load")
+    async def get_load() -> list[dict[str, Any]]:
+        engine.log.warning(GET_LOAD_DEPRECATED)
+        return info.get_load(engine)
+
+    @app.api_route("/flush_cache", methods=["GET", "POST"])
+    async def flush_cache() -> Response:
+        snap = engine.metrics.snapshot()
+        idle = snap.running + snap.waiting == 0  # the scheduler refuses to flush while requests run or wait
+        return Response(FLUSH_CACHE_TEXT, status_code=200 if idle else HTTPStatus.BAD_REQUEST)
 
     if engine.metrics.registry is not None:
         @app.get("/metrics")

@@ -1,8 +1,8 @@
-"""The engine's self-descriptions: /server_info, /model_info, /v1/models and /v1/loads bodies.
+"""The engine's self-descriptions: /server_info, /model_info, /v1/models, /v1/loads and /get_load bodies.
 
-Shapes from entrypoints/http_server.py and v1_loads.py. Server args are the launch settings (their names
-are sglang's ServerArgs names) with the values sglang resolves at start, plus the known sglang flags given
-outside the settings table. Every body says plainly that this engine is m3ui's simulation.
+Shapes from entrypoints/http_server.py, v1_loads.py and scheduler_metrics_mixin.get_load. Server args are the
+launch settings (their names are sglang's ServerArgs names) with the values sglang resolves at start, plus the
+known sglang flags given outside the settings table. Every body says plainly that this engine is m3ui's simulation.
 """
 
 from __future__ import annotations
@@ -113,3 +113,11 @@ def loads(engine: Engine) -> dict[str, Any]:
                  "avg_throughput": load["gen_throughput"], "avg_utilization": 0.0}
     return {"timestamp": datetime.now(UTC).isoformat(), "version": SIM_VERSION, "dp_rank_count": 1,
             "loads": [load], "aggregate": aggregate}
+
+
+def get_load(engine: Engine) -> list[dict[str, Any]]:
+    """`/get_load`: one GetLoadReqOutput per DP rank, as FastAPI encodes the dataclass (BaseReq's `rid` and
+    `http_worker_ipc` first). sglang-router sums `num_tokens` over the ranks for its power-of-two policy."""
+    snap = engine.metrics.snapshot()
+    return [{"rid": None, "http_worker_ipc": None, "dp_rank": 0, "num_reqs": snap.running + snap.waiting,
+             "num_waiting_reqs": snap.waiting, "num_tokens": snap.used_tokens, "ts_tic": time.perf_counter()}]
