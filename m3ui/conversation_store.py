@@ -91,6 +91,11 @@ class SavedChat:
         questions = [i for i, turn in enumerate(self.conversation.turns) if isinstance(turn, UserTurn)]
         return questions[ordinal] if 0 <= ordinal < len(questions) else None
 
+    def is_question(self, turn_index: int | None) -> bool:
+        """Whether `turn_index` (e.g. a selection made before the chat changed) still points at a question."""
+        turns = self.conversation.turns
+        return turn_index is not None and 0 <= turn_index < len(turns) and isinstance(turns[turn_index], UserTurn)
+
     def edited(self, turn_index: int, text: str) -> SavedChat:
         """The question at `turn_index` replaced by `text`, and everything after it dropped (to be answered anew)."""
         cut = self._cut(turn_index)

@@ -169,7 +169,7 @@ class ChatController:
 
     def delete_exchange(self, library: ChatLibrary | None, turn: int | None) -> tuple[object, ...]:
         library = self.owned(library)
-        if turn is None or library.active.user_turn_index(0) is None:
+        if not library.active.is_question(turn):
             return unchanged()
         return self.show(library.put_undoable(library.active.without_exchange(turn), "removed a question"))
 
@@ -228,7 +228,7 @@ class ChatController:
         settings = settings_from_form(thinking_mode, temperature, top_p, max_tokens, stall_seconds=stall_seconds)
         library = self.owned(library)
         chat = library.active
-        if turn is None or chat.user_turn_index(0) is None or turn >= len(chat.conversation.turns):
+        if not chat.is_question(turn):
             yield unchanged()
             return
         library = library.put_undoable(chat, "retried a question (the old answers)")
