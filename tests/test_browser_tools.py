@@ -58,6 +58,11 @@ def settled_after(page, toast: str) -> None:
     page.wait_for_timeout(1000)
 
 
+def conversation(page) -> list[str]:
+    """The text of each message shown (a reasoning block that folds meanwhile changes none of them)."""
+    return [text.strip() for text in page.locator("#m3-tools-chatbot .message-content").all_inner_texts()]
+
+
 def labels(page) -> dict[str, str]:
     return {selector: page.inner_text(selector).strip() for selector in BUTTONS}
 
@@ -77,14 +82,14 @@ def test_the_weather_call_shows_its_arguments_and_result_and_the_answer_uses_it(
 
 def test_an_empty_send_leaves_the_buttons_and_the_conversation_as_they_were(page):
     ask(page, WEATHER)
-    before = page.inner_text("#m3-tools-chatbot")
+    before = conversation(page)
     page.fill("#m3-tools-message textarea", "   ")
     page.keyboard.press("Enter")
     settled_after(page, "Type a message first.")
     page.click("#m3-tools-send")
     page.wait_for_timeout(1000)
     assert labels(page) == BUTTONS
-    assert page.inner_text("#m3-tools-chatbot") == before and "DEMO DATA" in before
+    assert conversation(page) == before and "DEMO DATA" in before[-1]
 
 
 def test_regenerate_on_an_empty_chat_changes_nothing(page):
@@ -130,3 +135,16 @@ def test_while_an_answer_runs_the_message_box_is_visibly_closed_and_reopens_afte
     wait_answered(page)
     expect(box).to_be_enabled()
     assert box.get_attribute("placeholder").startswith("Ask something a tool can answer")
+
+
+def test_the_chats_trash_button_while_an_answer_runs_keeps_stop_and_the_answer(page):
+    page.check("#m3-require-approval input")
+    ask_only(page, WEATHER)
+    page.wait_for_selector("#m3-approval", state="visible")
+    page.locator("#m3-tools-chatbot button[aria-label='Clear']").first.click()
+    settled_after(page, "An answer is running: press Stop first")
+    assert page.is_visible("#m3-tools-stop") and not page.is_visible("#m3-tools-send")
+    page.click("#m3-approve")
+    wait_answered(page)
+    expect(page.locator("#m3-tools-chatbot .message-content").last).to_contain_text("DEMO DATA")
+    assert WEATHER in page.inner_text("#m3-tools-chatbot")

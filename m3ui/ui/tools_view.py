@@ -170,7 +170,8 @@ def _wire(ui: ToolsTabUI, tools: ToolsController) -> None:
     ui.stop.click(tools.stop, None, None, queue=False)
     ui.approve.click(tools.approve, None, ui.approval, queue=False)
     ui.deny.click(tools.deny, None, ui.approval, queue=False)
-    gr.on([ui.clear.click, ui.chatbot.clear], tools.clear, ui.chat, ui.view, queue=False)
+    # Queued (unlike the other quick handlers): a refused clear says why in a toast, which only queued events show.
+    gr.on([ui.clear.click, ui.chatbot.clear], tools.clear, ui.chat, ui.view, show_progress="hidden")
     ui.tool_picker.change(tools.tools_changed, [ui.custom_specs, ui.tool_picker, ui.tool_choice], ui.tools,
                           queue=False)
     ui.add_tool.click(tools.add_tool, [ui.custom_specs, ui.tool_picker, ui.tool_choice, ui.custom_json],
@@ -221,7 +222,12 @@ class ToolsController:
     def frame(self, chatbot: list[gr.ChatMessage], awaiting: CallView | None) -> tuple[object, ...]:
         return (gr.skip(), chatbot, *(gr.skip() for _ in range(5)), *self._approval(awaiting))
 
-    def clear(self, chat: SavedChat) -> tuple[object, ...]:
+    def clear(self, chat: SavedChat, request: gr.Request) -> tuple[object, ...]:
+        """The chat's own trash button stays clickable while an answer runs: clearing then would show Send in
+        place of Stop with the answer still running, so it is refused."""
+        if self._runner.runs.running(session_key(request)):
+            gr.Warning("An answer is running: press Stop first, then Clear.")
+            return UNCHANGED
         return self.show(chat.cleared())
 
     def stop(self, request: gr.Request) -> None:
