@@ -19,12 +19,14 @@ from launch.command import Engine
 from launch.model_config import load_model_shape
 from launch.supervisor import Supervisor
 from m3ui.engine_link import EngineLink
+from m3ui.experts.placement_advice import advise_snapshot
 from m3ui.monitor.sampler import SamplerConfig
 from m3ui.monitor_service import MonitorService
 from m3ui.services import simulated_settings
 from m3ui.ui.monitor.engine_html import headline
 from m3ui.ui.monitor.experts_html import experts_panel
 from m3ui.ui.monitor.format import pct
+from m3ui.ui.monitor.placement_html import placement_panel
 from tests.fault_proxy import FaultProxy
 from tests.monitor_sims import PACED_FAST, RECORDER_PATHS, alive, chat, dump_now, recorder_on, sim_with
 
@@ -113,6 +115,22 @@ def test_after_a_few_chats_the_panel_shows_the_counts_the_placement_and_the_dump
     assert np.array_equal(residency, truth.residency[MOE])
     view = _view(monitor, link)
     assert f"GPU hit rate {pct(expected, 1)}" in view and f'data-activations="{truth.total_activations}"' in view
+
+
+def test_the_placement_panel_plans_on_the_monitors_own_dumps(app, launched):
+    link, monitor = app
+    url, _ = launched
+    for topic in ("write a poem about the sea", "explain how tides work", "a recipe for bread") * 2:
+        chat(url, topic, max_tokens=40)
+        monitor.expert_checkpoint()  # one dump per conversation: the planner's segments
+    snapshot = monitor.sampler.latest()
+    advice = advise_snapshot(snapshot.experts, link.settings, snapshot.gpu, link.status().simulated)
+    assert advice is not None and advice.plan is not None, advice
+    assert advice.plan.gpu_experts == 4  # the launched single-GPU preset's, read from the reported residency
+    assert advice.plan.recorded_tokens == snapshot.experts.counts[MOE[0]].sum() // 4
+    assert any("short recording fakes skew" in w for w in advice.plan.warnings) and advice.confidence == "low"
+    html = placement_panel(advice)
+    assert 'data-mark="vram-ceiling"' in html and "GPU hit rate" in html
 
 
 def test_an_answer_gets_the_hit_rate_of_its_own_expert_activations(app, launched):

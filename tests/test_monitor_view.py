@@ -178,8 +178,8 @@ def test_a_session_refresh_reads_the_cached_snapshot_and_resends_only_what_chang
     with gr.Blocks():
         panels = build_monitor_tab(services)
     outputs = panels.outputs()
-    expert_panel, charts = slice(4, 7), slice(7, 14)
-    assert outputs[expert_panel] == [panels.experts, panels.expert_details, panels.rankings]
+    expert_panel, charts = slice(4, 8), slice(8, 15)
+    assert outputs[expert_panel] == [panels.experts, panels.expert_details, panels.rankings, panels.placement]
     assert outputs[charts.start] is panels.hit_history and outputs[charts.stop - 1] is panels.cpu_load
     skip = gr.skip()
     first = refresh(services, Seen())
@@ -188,7 +188,7 @@ def test_a_session_refresh_reads_the_cached_snapshot_and_resends_only_what_chang
     assert first[charts] == (skip,) * 7  # never together with the expert panel
     second = refresh(services, first[-1])
     assert "No engine" in second[0]  # the live figures come every tick
-    assert second[expert_panel] == (skip,) * 3  # no new expert snapshot
+    assert second[expert_panel] == (skip,) * 4  # no new expert snapshot
     assert second[charts] != (skip,) * 7 and second[charts.start + 1] is None  # no engine: an empty chart
     third = refresh(services, second[-1])
-    assert third[expert_panel] == (skip,) * 3 and third[charts] == (skip,) * 7  # charts not due again yet
+    assert third[expert_panel] == (skip,) * 4 and third[charts] == (skip,) * 7  # charts not due again yet

@@ -21,6 +21,9 @@ from launch.placement_plan.predict import Hardware, PlacementPlan, plan_placemen
 from launch.placement_plan.recording import Recording
 from launch.placement_plan.report import confidence, recommendation
 from launch.settings import LaunchSettings
+from launch.sim.config import load_sim_config
+from m3ui.monitor.experts import ExpertSnapshot
+from m3ui.monitor.gpu import GpuSnapshot
 
 REFRESH_S = 30.0
 MIN_SEGMENTS = 2
@@ -55,6 +58,28 @@ def advise(segments: tuple[np.ndarray, ...], residency: np.ndarray | None, shape
     recording = Recording(written, len(written), len(written), False, residency)
     plan = plan_placement(recording, shape, current, hardware)
     return PlacementAdvice(plan, None, recommendation(plan, len(written)), confidence(plan, len(written)))
+
+
+def hardware_for(settings: LaunchSettings | None, gpu: GpuSnapshot, simulated: bool) -> Hardware:
+    """TP and memory fraction from the launch settings (TP1 when attached); GPU memory as the monitor sees
+    it, or the simulated engine's."""
+    tp = settings.tp_size if settings is not None else 1
+    sizes = [g.memory_total_bytes for g in gpu.gpus if g.memory_total_bytes]
+    gpu_bytes = load_sim_config(tp).gpu_bytes if simulated or not sizes else float(min(sizes))
+    return Hardware(tp, gpu_bytes, settings.mem_fraction_static if settings else None,
+                    settings.quantization if settings else None)
+
+
+def advise_snapshot(experts: ExpertSnapshot, settings: LaunchSettings | None, gpu: GpuSnapshot,
+                    simulated: bool) -> PlacementAdvice | None:
+    """Advice for the Monitor's expert snapshot; None while the recorder is not recording."""
+    if experts.status != "recording":
+        return None
+    try:
+        return advise(experts.segments, experts.residency, model_shape_for(settings),
+                      hardware_for(settings, gpu, simulated))
+    except ValueError as error:  # a model folder the monitor cannot read, a bad GPU count
+        return PlacementAdvice(None, f"No placement advice: {error}")
 
 
 class AdviceCache:

@@ -1,7 +1,8 @@
 """The Placement panel: GPU hit rate and predicted decode tok/s against GPU experts per layer, one line per
 strategy, the VRAM ceiling and the current setting marked, and the recommendation in one sentence.
 
-Inline SVG (a few kB, no plotting library): two small charts side by side sharing the x axis.
+Inline SVG (a few kB, no plotting library): two small charts side by side sharing the x axis; inline styles,
+so the panel needs no stylesheet of its own.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ def _chart(advice: PlacementAdvice, metric: str, title: str, unit: str) -> str:
         for s, series in values.items())
     ceiling = _x(min(plan.vram_ceiling, experts), experts)
     current = _x(plan.gpu_experts, experts)
-    return (f'<svg class="m3-placement-chart" viewBox="0 0 {_W} {_H}" role="img" aria-label="{esc(title)}">'
+    return (f'<svg class="m3-placement-chart" viewBox="0 0 {_W} {_H}" role="img" aria-label="{esc(title)}" '
+            'style="flex:1 1 280px;max-width:460px;fill:currentColor">'
             f'<text x="{_PAD}" y="12" font-size="10">{esc(title)}</text>'
             f'<line x1="{_PAD}" y1="{_H - _PAD}" x2="{_W - 8}" y2="{_H - _PAD}" stroke="currentColor" '
             'stroke-width=".5"/>'
@@ -57,13 +59,15 @@ def placement_panel(advice: PlacementAdvice | None) -> str:
     if advice.plan is None:
         return note("empty", advice.reason or "", "No placement advice yet.")
     plan = advice.plan
-    legend = " ".join(f'<span class="m3-legend-item"><i style="background:{c}"></i>{esc(s)}</span>'
+    legend = " ".join(f'<span class="m3-legend-item"><i style="display:inline-block;width:14px;height:3px;'
+                      f'margin:0 4px 3px 8px;background:{c}"></i>{esc(s)}</span>'
                       for s, c in STRATEGY_COLOURS.items())
     saved = (f" Frequency reaches uniform's hit rate with {plan.frequency_matches_uniform_at} experts per layer "
              f"({plan.vram_saved_gb:.1f} GB of VRAM per GPU freed)." if plan.vram_saved_gb else "")
     return (f'<div class="m3-placement" data-confidence="{esc(advice.confidence)}">'
             f'<p class="m3-placement-advice"><strong>{esc(advice.sentence)}</strong>{esc(saved)}</p>'
-            f'<div class="m3-placement-charts">{_chart(advice, "hit", "GPU hit rate", "%")}'
+            '<div class="m3-placement-charts" style="display:flex;flex-wrap:wrap;gap:12px">'
+            f'{_chart(advice, "hit", "GPU hit rate", "%")}'
             f'{_chart(advice, "tps", "Predicted decode (one request)", " tok/s")}</div>'
             f'<div class="m3-legend">{legend} · <span style="color:#e5484d">┆</span> VRAM ceiling '
             f"({plan.vram_ceiling} per layer) · │ now ({plan.gpu_experts})</div>"

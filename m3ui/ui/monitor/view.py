@@ -16,17 +16,19 @@ from typing import Any
 import gradio as gr
 from gradio.context import Context
 
-from m3ui.monitor.experts import ExpertSnapshot
+from m3ui.experts.placement_advice import AdviceCache, advise_snapshot
 from m3ui.monitor.sampler import MonitorHistory, MonitorSnapshot
 from m3ui.services import AppServices
 from m3ui.ui.monitor import frames
 from m3ui.ui.monitor.engine_html import engine_panel, headline
 from m3ui.ui.monitor.experts_html import experts_panel, rankings_panel
 from m3ui.ui.monitor.machine_html import cpu_panel, gpu_panel
+from m3ui.ui.monitor.placement_html import placement_panel
 
 REFRESH_S = 1.0
 CHARTS_EVERY_S = 5.0
 CHART_SPAN_S = 300.0  # the history charts show the last 5 minutes
+_PLACEMENT = AdviceCache()  # one placement plan per 30 s for the whole app (a plan takes about a second)
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,7 @@ class MonitorPanels:
     experts: gr.HTML
     expert_details: gr.Row
     rankings: gr.HTML
+    placement: gr.HTML
     hit_history: gr.LinePlot
     throughput: gr.LinePlot
     requests: gr.LinePlot
@@ -61,8 +64,11 @@ class MonitorPanels:
         return list(vars(self).values())
 
 
-def _expert_updates(experts: ExpertSnapshot) -> tuple[Any, ...]:
-    return experts_panel(experts), gr.Row(visible=experts.status == "recording"), rankings_panel(experts)
+def _expert_updates(services: AppServices, snapshot: MonitorSnapshot, simulated: bool) -> tuple[Any, ...]:
+    experts = snapshot.experts
+    advice = _PLACEMENT.get(lambda: advise_snapshot(experts, services.link.settings, snapshot.gpu, simulated))
+    return (experts_panel(experts), gr.Row(visible=experts.status == "recording"), rankings_panel(experts),
+            placement_panel(advice if experts.status == "recording" else None))
 
 
 def _chart_updates(snapshot: MonitorSnapshot, history: MonitorHistory) -> tuple[Any, ...]:
@@ -82,7 +88,7 @@ def refresh(services: AppServices, seen: Seen) -> tuple[Any, ...]:
     snapshot, now = sampler.latest(), time.time()
     experts_new = snapshot.experts.time != seen.experts_at
     charts_due = now - seen.charts_at >= CHARTS_EVERY_S and not experts_new
-    experts = _expert_updates(snapshot.experts) if experts_new else (gr.skip(),) * 3
+    experts = _expert_updates(services, snapshot, status.simulated) if experts_new else (gr.skip(),) * 4
     charts = (_chart_updates(snapshot, sampler.history(since=now - CHART_SPAN_S)) if charts_due
               else (gr.skip(),) * 7)
     return (
@@ -108,6 +114,7 @@ def _build() -> MonitorPanels:
                 hit_history = _chart("hit-history", "GPU hit rate per recorder dump", "%", percent=True)
             with gr.Column(scale=3):
                 rankings = gr.HTML(elem_id="m3-mon-rankings")
+        placement = gr.HTML(elem_id="m3-mon-placement")
         gr.Markdown("### Engine", elem_classes="m3-h")
         with gr.Row(equal_height=False):
             with gr.Column(scale=2, min_width=260):
@@ -127,8 +134,8 @@ def _build() -> MonitorPanels:
                 cpu = gr.HTML(elem_id="m3-mon-cpu")
             with gr.Column(scale=2):
                 cpu_load = _chart("cpu-load", "CPU load", "%", percent=True)
-    return MonitorPanels(head, engine, gpu, cpu, experts, expert_details, rankings, hit_history, throughput, requests,
-                         gpu_charts, gpu_load, gpu_memory, cpu_load, gr.State(Seen()))
+    return MonitorPanels(head, engine, gpu, cpu, experts, expert_details, rankings, placement, hit_history, throughput,
+                         requests, gpu_charts, gpu_load, gpu_memory, cpu_load, gr.State(Seen()))
 
 
 def build_monitor_tab(services: AppServices) -> MonitorPanels:
