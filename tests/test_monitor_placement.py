@@ -59,15 +59,18 @@ def test_without_enough_dumps_or_residency_the_panel_says_why():
     assert placement_panel(None) == ""
 
 
-def test_one_plan_serves_every_session_until_it_is_due_again():
+def test_one_plan_serves_every_session_until_it_is_due_again_and_no_plan_is_never_kept():
     cache, calls = AdviceCache(refresh_s=60), []
+    window = window_of(3)
+    planned = advise(window.segments(), window.residency, M3, ONE_GPU)
 
     def compute() -> PlacementAdvice:
         calls.append(1)
-        return PlacementAdvice(None, str(len(calls)))
+        return PlacementAdvice(None, "not yet") if len(calls) == 1 else planned
 
-    assert cache.get(compute).reason == cache.get(compute).reason == "1"
-    assert len(calls) == 1
+    assert cache.get(compute).reason == "not yet"
+    assert cache.get(compute) is planned and cache.get(compute) is planned
+    assert len(calls) == 2
 
 
 def test_the_shape_comes_from_the_launched_model_or_the_bundled_one():

@@ -83,17 +83,21 @@ def advise_snapshot(experts: ExpertSnapshot, settings: LaunchSettings | None, gp
 
 
 class AdviceCache:
-    """One plan per REFRESH_S for the whole app, whichever session asks (thread-safe)."""
+    """One plan per REFRESH_S for the whole app, whichever session asks (thread-safe). Answers without a plan
+    are cheap and not kept, so the first plan comes as soon as the window allows one."""
 
     def __init__(self, refresh_s: float = REFRESH_S) -> None:
         self._refresh_s = refresh_s
         self._lock = threading.Lock()
         self._at = float("-inf")
-        self._advice: PlacementAdvice | None = None
+        self._advice: PlacementAdvice | None = None  # the last plan
 
-    def get(self, compute: Callable[[], PlacementAdvice]) -> PlacementAdvice:
+    def get(self, compute: Callable[[], PlacementAdvice | None]) -> PlacementAdvice | None:
         with self._lock:
             now = time.monotonic()
-            if self._advice is None or now - self._at >= self._refresh_s:
-                self._advice, self._at = compute(), now
-            return self._advice
+            if self._advice is not None and now - self._at < self._refresh_s:
+                return self._advice
+            advice = compute()
+            if advice is not None and advice.plan is not None:
+                self._advice, self._at = advice, now
+            return advice
