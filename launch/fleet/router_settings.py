@@ -15,6 +15,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from launch.health import engine_url
+from launch.settings import LaunchSettings
+
 RouterKind = Literal["str", "int", "float", "bool"]
 ROUTER_MODULE = "sglang_router.launch_router"
 POLICIES = ("cache_aware", "power_of_two", "round_robin", "random")  # "manual" needs routing keys m3ui never sends
@@ -92,7 +95,7 @@ class RouterSettings:
 
     @property
     def url(self) -> str:
-        return f"http://{client_host(self.host)}:{self.port}"
+        return engine_url(LaunchSettings(host=self.host, port=self.port))  # the same wildcard → loopback rule
 
 
 @dataclass(frozen=True)
@@ -108,15 +111,6 @@ ROUTER_FIELD_BY_NAME = {f.name: f for f in ROUTER_FIELDS}
 
 class RouterSettingsError(ValueError):
     """A router setting that cannot hold the value given (unknown name, wrong type, out of range)."""
-
-
-def client_host(host: str) -> str:
-    """Where a client on this machine reaches a server listening on `host`."""
-    if host in ("0.0.0.0", ""):
-        return "127.0.0.1"
-    if host == "::":
-        return "[::1]"
-    return f"[{host}]" if ":" in host else host
 
 
 def coerce_router(name: str, value: Any) -> Any:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from launch.command import Engine
-from launch.fleet.router_settings import RouterSettings, client_host
+from launch.fleet.router_settings import RouterSettings
+from launch.health import engine_url
 from launch.settings import LaunchSettings
 
 
@@ -45,8 +46,7 @@ class LaunchedWorker:
 
     @property
     def url(self) -> str:
-        host = client_host(self.settings.host) if self.head is None else client_host(self.head)
-        return f"http://{host}:{self.settings.port}"
+        return engine_url(self.settings if self.head is None else self.settings.replace(host=self.head))
 
 
 @dataclass(frozen=True)
