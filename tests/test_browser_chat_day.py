@@ -13,7 +13,7 @@ import pytest
 
 from tests.app_process import running_app
 from tests.browser import chromium_page
-from tests.test_browser_chat import FEATURE_TIMEOUT_MS, ask, chat_titles, open_chat
+from tests.test_browser_chat import FEATURE_TIMEOUT_MS, POLL_MS, ask, chat_titles, open_chat
 
 pytestmark = pytest.mark.browser
 ANSWER_TEXT = """() => {
@@ -28,10 +28,16 @@ def last_answer(page) -> str:
     return page.evaluate(ANSWER_TEXT)[-1]
 
 
+def wait_text(page, selector: str, text: str, present: bool = True) -> None:
+    page.wait_for_function("([s, t, p]) => document.querySelector(s).innerText.includes(t) === p",
+                           arg=[selector, text, present], polling=POLL_MS)
+
+
 def open_list_chat(page, title: str) -> None:
+    page.bring_to_front()
     page.locator("#m3-chat-list").get_by_text(title, exact=True).click()
     page.wait_for_function("t => document.querySelector('#m3-chat-title input, #m3-chat-title textarea').value === t",
-                           arg=title)
+                           arg=title, polling=POLL_MS)
 
 
 def test_a_full_day_in_two_tabs_loses_nothing_typed_or_answered(tmp_path):
@@ -56,20 +62,20 @@ def test_a_full_day_in_two_tabs_loses_nothing_typed_or_answered(tmp_path):
         morning.locator("#m3-chatbot").get_by_label("Edit").first.click(timeout=FEATURE_TIMEOUT_MS)
         morning.locator("#m3-chatbot textarea").first.fill("Plan: what is 9 + 9?")
         morning.locator("#m3-chatbot").get_by_label("Submit").first.click()
-        morning.wait_for_function("document.querySelector('#m3-chatbot').innerText.includes('18')")
+        wait_text(morning, "#m3-chatbot", "18")
         morning.wait_for_selector("#m3-undo", state="visible")
         morning.click("#m3-undo")
-        morning.wait_for_function("document.querySelector('#m3-chatbot').innerText.includes('3 + 3')")
+        wait_text(morning, "#m3-chatbot", "3 + 3")
         morning.locator("#m3-chatbot .message-row.user-row").nth(1).locator(".message").click()
         morning.click("#m3-retry-from")
         morning.wait_for_selector("#m3-send", state="visible")
-        morning.wait_for_function("document.querySelector('#m3-chatbot').innerText.includes('TTFT')")
+        wait_text(morning, "#m3-chatbot", "TTFT")
         kept["Then: what is 3 + 3?"] = last_answer(morning)
 
         # A delete that is taken back.
         open_list_chat(afternoon, "Scratch: what is 5 + 5?")
-        afternoon.click("#m3-delete-chat")
-        afternoon.wait_for_function("!document.querySelector('#m3-chat-list').innerText.includes('Scratch')")
+        afternoon.click("#m3-delete-chat")  # the afternoon tab is in front (open_list_chat)
+        wait_text(afternoon, "#m3-chat-list", "Scratch", present=False)
         afternoon.click("#m3-undo")
         afternoon.locator("#m3-chat-list").get_by_text("Scratch: what is 5 + 5?").wait_for()
 
@@ -82,9 +88,9 @@ def test_a_full_day_in_two_tabs_loses_nothing_typed_or_answered(tmp_path):
 
         # The Tools tab in between, and back.
         morning.get_by_role("tab", name="Tools").click()
-        morning.fill("#m3-tools-message textarea", "What is 17 * 23?")
-        morning.keyboard.press("Enter")
-        morning.wait_for_function("document.querySelector('#m3-tools-chatbot').innerText.includes('391')")
+        morning.locator("#m3-tools-message textarea").fill("What is 17 * 23?")
+        morning.locator("#m3-tools-message textarea").press("Enter")
+        wait_text(morning, "#m3-tools-chatbot", "391")
         morning.get_by_role("tab", name="Chat").click()
 
         # Reloads, and a third page opened at the end of the day.
