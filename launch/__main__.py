@@ -1,4 +1,5 @@
-"""`python -m launch ...`: the engine side on its own (command, check, doctor, advise, serve, placement).
+"""`python -m launch ...`: the engine side on its own (command, check, doctor, advise, serve, placement,
+fleet).
 
 Other tools call this CLI, so its commands and exit codes are stable: 0 ok, 1 findings/failure, 2 usage.
 """
@@ -14,6 +15,7 @@ from pathlib import Path
 from launch.advice import SizingInputs, advise, format_advice
 from launch.command import Engine
 from launch.findings import format_findings
+from launch.fleet.cli import add_fleet_parser
 from launch.model_config import BUNDLED_M3_CONFIG, ModelConfigError, load_model_shape
 from launch.placement_plan.cli import add_placement_parser
 from launch.presets import PRESETS, preset
@@ -170,6 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"folder for runs/ and the engine state file (default {DEFAULT_RUN_ROOT})")
     p.set_defaults(func=cmd_serve)
     add_placement_parser(sub, _selection_args, resolve, DEFAULT_RUN_ROOT)
+    add_fleet_parser(sub, _selection_args, resolve, DEFAULT_RUN_ROOT)
     return parser
 
 

@@ -1,0 +1,262 @@
+"""Supervising a fleet: its launched workers, the router in front, and the router's worker list kept true.
+
+Each worker launched here is an engine run by its own `Supervisor` (launch/supervisor.py: process group,
+phases, readiness, diagnosis) in its own folder, with automatic restarts and back-off. Once every one is ready,
+the router starts with the whole fleet's URLs. Then one watcher thread reconciles on every tick: a launched
+worker that is not ready (dead, restarting) is removed from the router at once, so new requests only go to
+healthy workers, and is added back when its restart is ready. The fleet is ready when the router answers
+/health and lists every worker healthy; a router that dies fails the fleet, and everything is stopped.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+from launch.fleet.commands import router_command
+from launch.fleet.router_api import (
+    RouterApiError,
+    RouterWorker,
+    add_worker,
+    list_workers,
+    remove_worker,
+    router_healthy,
+)
+from launch.fleet.router_process import RouterProcess
+from launch.fleet.spec import Fleet
+from launch.private_files import private_dir
+from launch.restart_policy import RestartPolicy
+from launch.supervisor import EngineState, Supervisor
+
+TICK_S = 0.2
+STOP_GRACE_S = 5.0
+# Workers are restarted soon and often: the others carry the load meanwhile.
+HEALING = RestartPolicy(enabled=True, max_attempts=5, window_s=600.0, first_delay_s=1.0, max_delay_s=30.0)
+
+
+class FleetState(Enum):
+    STARTING = "starting"
+    READY = "ready"  # the router and every worker serve
+    DEGRADED = "degraded"  # the router serves, some worker is down or restarting
+    FAILED = "failed"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+
+
+@dataclass(frozen=True)
+class WorkerStatus:
+    url: str
+    launched: bool
+    state: str  # the engine's state for a launched worker; "attached" otherwise
+    detail: str
+    in_router: bool
+    healthy: bool  # as the router sees it
+    load: int  # as the router last read it (its /get_load); -1 unknown
+    outages: int  # times it was taken out of the router (died, or restarting)
+
+
+@dataclass(frozen=True)
+class FleetSnapshot:
+    state: FleetState
+    detail: str
+    router_url: str
+    router_pid: int | None
+    workers: tuple[WorkerStatus, ...]
+    run_dir: Path | None
+
+
+class FleetSupervisor:
+    def __init__(self, fleet: Fleet, run_root: Path, *, policy: RestartPolicy = HEALING,
+                 startup_timeout_s: float = 3600.0) -> None:
+        self.fleet = fleet
+        self.run_root = Path(run_root)
+        self.policy = policy
+        self.startup_timeout_s = startup_timeout_s
+        self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)
+        self._state = FleetState.STOPPED
+        self._detail = "not started"
+        self._run_dir: Path | None = None
+        self._engines: list[Supervisor] = []
+        self._router: RouterProcess | None = None
+        self._listed: dict[str, RouterWorker] = {}
+        self._outages: dict[str, int] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # --- starting and stopping ---------------------------------------------------------------------
+
+    def start(self) -> Path:
+        """Launch every local worker; the watcher starts the router once they are ready. Returns the run folder."""
+        with self._lock:
+            if self._state not in (FleetState.STOPPED, FleetState.FAILED):
+                raise RuntimeError(f"the fleet is already {self._state.value}")
+            stamp = time.strftime("%Y%m%d-%H%M%S")
+            self._run_dir = run_dir = private_dir(self.run_root / "fleets" / stamp)
+            self._state, self._detail, self._stop = FleetState.STARTING, "starting workers", threading.Event()
+            self._engines, self._router, self._listed = [], None, {}
+            try:
+                for i, worker in enumerate(self.fleet.local_workers, 1):
+                    engine = Supervisor(run_dir / f"worker-{i}", startup_timeout_s=self.startup_timeout_s)
+                    engine.restart_policy = self.policy
+                    self._engines.append(engine)
+                    engine.start(worker.settings, self.fleet.engine)
+            except BaseException:
+                self._stop_all()
+                self._state = FleetState.FAILED
+                raise
+            self._outages = {w.url: 0 for w in self.fleet.local_workers}
+            self._thread = threading.Thread(target=self._watch, name="fleet-watcher", daemon=True)
+            self._thread.start()
+            return run_dir
+
+    def stop(self) -> None:
+        """Stop the router first (no new requests), then every worker. Idempotent."""
+        with self._lock:
+            if self._state in (FleetState.STOPPED, FleetState.STOPPING):
+                return
+            self._state, self._detail = FleetState.STOPPING, "stopping"
+            self._stop.set()
+            self._changed.notify_all()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=10)
+        self._stop_all()
+        with self._lock:
+            self._state, self._detail = FleetState.STOPPED, "stopped"
+            self._changed.notify_all()
+
+    def _stop_all(self) -> None:
+        if self._router is not None:
+            self._router.stop(STOP_GRACE_S)
+        closers = [threading.Thread(target=engine.close, args=(STOP_GRACE_S,)) for engine in self._engines]
+        for closer in closers:  # side by side: each may wait out its grace period
+            closer.start()
+        for closer in closers:
+            closer.join()
+
+    # --- watching ----------------------------------------------------------------------------------
+
+    def _watch(self) -> None:
+        started = time.monotonic()
+        while not self._stop.wait(TICK_S):
+            try:
+                if self._router is None:
+                    if self._tick_workers_starting(time.monotonic() - started):
+                        continue
+                    return
+                if not self._tick_serving():
+                    return
+            except Exception as exc:  # a bug here must show as a failure, never as "starting" forever
+                self._fail(f"fleet supervision failed: {exc!r}")
+                return
+
+    def _tick_workers_starting(self, elapsed: float) -> bool:
+        """Before the router: wait for every launched worker. False when the fleet has failed."""
+        states = [engine.snapshot() for engine in self._engines]
+        for i, snap in enumerate(states, 1):
+            if snap.state is EngineState.FAILED and (snap.auto_restart is None or snap.auto_restart.gave_up):
+                self._fail(f"worker {i} failed: {snap.phase_detail}")
+                return False
+        ready = sum(s.state is EngineState.READY for s in states)
+        if ready < len(states):
+            if elapsed > self.startup_timeout_s:
+                self._fail(f"only {ready} of {len(states)} workers were ready after {self.startup_timeout_s:.0f} s")
+                return False
+            self._set_detail(f"starting workers: {ready} of {len(states)} ready")
+            return True
+        assert self._run_dir is not None
+        with self._lock:
+            if self._stop.is_set():
+                return False
+            self._router = RouterProcess(router_command(self.fleet), self._run_dir)
+        self._set_detail(f"starting the router (pid {self._router.pid})")
+        return True
+
+    def _tick_serving(self) -> bool:
+        """With the router: keep its worker list true and the fleet's state current. False once failed."""
+        assert self._router is not None
+        if not self._router.alive():
+            tail = " | ".join(self._router.log_tail(3))
+            self._fail(f"the router exited with status {self._router.exit_code}: {tail}")
+            return False
+        url = self.fleet.router.url
+        if not router_healthy(url):
+            self._set_detail("waiting for the router's /health")
+            return True
+        try:
+            listed = {w.url: w for w in list_workers(url)}
+            self._reconcile(url, listed)
+        except RouterApiError as exc:
+            self._set_detail(f"router API: {exc}")
+            return True
+        with self._lock:
+            self._listed = listed
+            healthy = sum(1 for u in self.fleet.worker_urls if u in listed and listed[u].healthy)
+            total = len(self.fleet.worker_urls)
+            if self._state is FleetState.STARTING and healthy < total:
+                self._detail = f"router up; {healthy} of {total} workers registered and healthy"
+            elif self._state not in (FleetState.STOPPING, FleetState.STOPPED):
+                self._state = FleetState.READY if healthy == total else FleetState.DEGRADED
+                self._detail = (f"serving on {url} with {healthy} of {total} workers")
+            self._changed.notify_all()
+        return True
+
+    def _reconcile(self, router_url: str, listed: dict[str, RouterWorker]) -> None:
+        """Only a ready engine is in the router; one that died is taken out at once and put back once ready."""
+        for worker, engine in zip(self.fleet.local_workers, self._engines, strict=True):
+            ready = engine.state is EngineState.READY
+            entry = listed.get(worker.url)
+            if entry is not None and not ready:
+                remove_worker(router_url, entry)
+                listed.pop(worker.url)
+                with self._lock:
+                    self._outages[worker.url] += 1
+            elif entry is None and ready and self._state is not FleetState.STARTING:
+                add_worker(router_url, worker.url)
+
+    def _fail(self, why: str) -> None:
+        with self._lock:
+            if self._stop.is_set():
+                return
+            self._stop.set()
+        self._stop_all()
+        with self._lock:
+            self._state, self._detail = FleetState.FAILED, why
+            self._changed.notify_all()
+
+    def _set_detail(self, detail: str) -> None:
+        with self._lock:
+            self._detail = detail
+
+    # --- observing ---------------------------------------------------------------------------------
+
+    @property
+    def state(self) -> FleetState:
+        return self._state
+
+    def wait_ready(self, timeout: float) -> bool:
+        with self._changed:
+            self._changed.wait_for(lambda: self._state is not FleetState.STARTING, timeout)
+            return self._state is FleetState.READY
+
+    def snapshot(self) -> FleetSnapshot:
+        with self._lock:
+            engines = dict(zip((w.url for w in self.fleet.local_workers), self._engines, strict=False))
+            workers = []
+            for url in self.fleet.worker_urls:
+                entry = self._listed.get(url)
+                engine = engines.get(url)
+                snap = engine.snapshot(log_lines=0) if engine is not None else None
+                workers.append(WorkerStatus(
+                    url, engine is not None, snap.state.value if snap else "attached",
+                    snap.phase_detail if snap else "started elsewhere", entry is not None,
+                    bool(entry and entry.healthy), entry.load if entry else -1, self._outages.get(url, 0)))
+            return FleetSnapshot(self._state, self._detail, self.fleet.router.url,
+                                 self._router.pid if self._router else None, tuple(workers), self._run_dir)
+
+    def worker_supervisor(self, index: int) -> Supervisor:
+        """The engine supervisor of the `index`-th launched worker (0-based): its log, phases and pid."""
+        return self._engines[index]
