@@ -11,15 +11,16 @@ from m3ui.experts.placement_advice import PlacementAdvice
 from m3ui.ui.monitor.format import esc, note, notes
 
 STRATEGY_COLOURS = {"uniform": "#8a94a6", "frequency": "#00c8e6", "front-loading": "#f5a524", "random": "#c06cf0"}
-_W, _H, _PAD = 300, 150, 30  # one chart's size and its left/bottom margin, px
+_DRAW_ORDER = ("random", "front-loading", "uniform", "frequency")  # the recommendation's line on top
+_W, _H, _PAD_LEFT, _PAD, _TOP = 300, 150, 46, 34, 22  # size, left/bottom/top margins, px
 
 
 def _x(n: int, experts: int) -> float:
-    return _PAD + n / max(1, experts) * (_W - _PAD - 8)
+    return _PAD_LEFT + n / max(1, experts) * (_W - _PAD_LEFT - 8)
 
 
 def _y(value: float, top: float) -> float:
-    return _H - _PAD - (value / top if top else 0.0) * (_H - _PAD - 8)
+    return _H - _PAD - (value / top if top else 0.0) * (_H - _PAD - _TOP)
 
 
 def _chart(advice: PlacementAdvice, metric: str, title: str, unit: str) -> str:
@@ -32,22 +33,22 @@ def _chart(advice: PlacementAdvice, metric: str, title: str, unit: str) -> str:
     lines = "".join(
         f'<polyline fill="none" stroke="{STRATEGY_COLOURS[s]}" stroke-width="1.6" data-strategy="{s}" '
         f'points="{" ".join(f"{_x(n, experts):.1f},{_y(v, top):.1f}" for n, v in series)}"/>'
-        for s, series in values.items())
+        for s, series in sorted(values.items(), key=lambda item: _DRAW_ORDER.index(item[0])))
     ceiling = _x(min(plan.vram_ceiling, experts), experts)
     current = _x(plan.gpu_experts, experts)
     return (f'<svg class="m3-placement-chart" viewBox="0 0 {_W} {_H}" role="img" aria-label="{esc(title)}" '
             'style="flex:1 1 280px;max-width:460px;fill:currentColor">'
-            f'<text x="{_PAD}" y="12" font-size="10">{esc(title)}</text>'
-            f'<line x1="{_PAD}" y1="{_H - _PAD}" x2="{_W - 8}" y2="{_H - _PAD}" stroke="currentColor" '
+            f'<text x="{_PAD_LEFT}" y="11" font-size="10">{esc(title)}</text>'
+            f'<line x1="{_PAD_LEFT}" y1="{_H - _PAD}" x2="{_W - 8}" y2="{_H - _PAD}" stroke="currentColor" '
             'stroke-width=".5"/>'
-            f'<text x="2" y="{_y(top, top) + 4:.0f}" font-size="9">{top:.0f}{unit}</text>'
-            f'<text x="2" y="{_H - _PAD}" font-size="9">0</text>'
-            f'<text x="{_PAD}" y="{_H - 12}" font-size="9">0</text>'
-            f'<text x="{_W - 30}" y="{_H - 12}" font-size="9">{experts}</text>'
-            f'<text x="{_W / 2 - 50:.0f}" y="{_H - 2}" font-size="9">GPU experts per layer</text>'
-            f'<line x1="{ceiling:.1f}" y1="8" x2="{ceiling:.1f}" y2="{_H - _PAD}" stroke="#e5484d" '
+            f'<text x="2" y="{_TOP + 3}" font-size="9">{top:.0f}{unit}</text>'
+            f'<text x="{_PAD_LEFT - 10}" y="{_H - _PAD}" font-size="9">0</text>'
+            f'<text x="{_PAD_LEFT}" y="{_H - _PAD + 12}" font-size="9">0</text>'
+            f'<text x="{_W - 26}" y="{_H - _PAD + 12}" font-size="9">{experts}</text>'
+            f'<text x="{_W / 2 - 40:.0f}" y="{_H - _PAD + 24}" font-size="9">GPU experts per layer</text>'
+            f'<line x1="{ceiling:.1f}" y1="{_TOP}" x2="{ceiling:.1f}" y2="{_H - _PAD}" stroke="#e5484d" '
             f'stroke-dasharray="3 2" data-mark="vram-ceiling"><title>VRAM ceiling: {plan.vram_ceiling}</title></line>'
-            f'<line x1="{current:.1f}" y1="8" x2="{current:.1f}" y2="{_H - _PAD}" stroke="currentColor" '
+            f'<line x1="{current:.1f}" y1="{_TOP}" x2="{current:.1f}" y2="{_H - _PAD}" stroke="currentColor" '
             f'stroke-width=".6" data-mark="current"><title>now: {plan.gpu_experts}</title></line>'
             f"{lines}</svg>")
 
