@@ -23,6 +23,7 @@ from m3ui.ui.chat_view import build_chat_tab
 from m3ui.ui.header_view import build_header
 from m3ui.ui.monitor.view import build_monitor_tab
 from m3ui.ui.tools_view import build_tools_tab
+from m3ui.web.early_head import EarlyHead
 from m3ui.web.guards import install_guards
 from m3ui.web.mounts import GradioMount
 
@@ -30,6 +31,8 @@ ASSETS = Path(__file__).resolve().parents[2] / "assets"
 # Every page's styles, and its scripts (assets/js/*.js, each one concern, run once per page load).
 CSS_FILES = ("m3ui.css", "theme.css", "phone.css")
 JS_DIR = ASSETS / "js"
+# Scripts that must run before the first paint (Gradio runs the others after it mounts): put into the HTML itself.
+EARLY_JS_DIR = ASSETS / "head"
 ADMIN_PATH = "/admin"
 # Components through which a browser uploads files (the upload route is refused for an app without one).
 UPLOAD_COMPONENTS = (gr.File, gr.Files, gr.UploadButton, gr.Image, gr.Audio, gr.Video, gr.Gallery, gr.Model3D,
@@ -72,6 +75,7 @@ def build_asgi_app(services: AppServices) -> fastapi.FastAPI:
     chat_auth = policy.check_chat_login if policy.chat_users else None
     gr.mount_gradio_app(app, main, path="", css=css, head=head, auth=chat_auth, blocked_paths=admin_files)
     mounts.append(GradioMount("", "chat", main.fns, takes_uploads(main), gradio_login(app, "")))
+    app.add_middleware(EarlyHead, snippet=page_head(EARLY_JS_DIR))
     install_guards(app, policy, tuple(mounts))
     return app
 
@@ -111,7 +115,7 @@ def page_css() -> str:
     return "\n".join((ASSETS / name).read_text(encoding="utf-8") for name in CSS_FILES)
 
 
-def page_head() -> str:
+def page_head(folder: Path = JS_DIR) -> str:
     """The page scripts, inlined into <head> (no extra request, nothing fetched from elsewhere)."""
-    scripts = sorted(JS_DIR.glob("*.js")) if JS_DIR.is_dir() else []
+    scripts = sorted(folder.glob("*.js")) if folder.is_dir() else []
     return "".join(f"<script>{path.read_text(encoding='utf-8')}</script>" for path in scripts)

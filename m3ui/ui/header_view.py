@@ -1,5 +1,5 @@
 """The header every page shows: what engine answers (a SIMULATED badge when it is the sim), its state, and the
-dark-mode toggle (assets/js/theme.js does the switching; the admin page shows the same toggle)."""
+dark-mode toggle (assets/head/theme.js does the switching; the admin page shows the same toggle)."""
 
 from __future__ import annotations
 

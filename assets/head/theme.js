@@ -1,7 +1,7 @@
 // Dark mode, remembered per browser (localStorage) on every page, the admin's too (m3ui/ui/header_view.py draws
-// the toggle; this script runs in <head>, before the page paints and before Gradio mounts).
-// Gradio styles `:root.dark` and `.dark`, and picks the page's theme from ?__theme= when it mounts: the class is
-// set on <html> at once (no light flash before a dark page) and the URL says the same, so Gradio agrees.
+// the toggle). This script is put at the top of the HTML's <head> (m3ui/web/early_head.py): it runs before the
+// first paint and before Gradio mounts. Gradio styles `:root.dark` and `.dark`, and takes the page's theme from
+// ?__theme= when it mounts: the class goes on <html> at once and the URL says the same, so Gradio agrees.
 (() => {
   const KEY = "m3ui-theme";
   const MODES = ["light", "dark"];
