@@ -1,0 +1,93 @@
+"""`python -m launch fleet serve` as a real subprocess: its output read live, its processes found by pid (the
+router's from its own output, each worker's from its state file), and always stopped."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from launch.process_group import group_members
+from launch.run_state import read_run_state
+from tests.sim_process import FAST_ENV, ROOT
+
+
+@dataclass
+class FleetProcess:
+    proc: subprocess.Popen[str]
+    run_root: Path
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+    def wait_for(self, pattern: str, timeout: float = 90.0, since: int = 0) -> re.Match[str]:
+        """The first output line from line `since` on that matches."""
+        regex = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in self.lines[since:]:
+                if found := regex.search(line):
+                    return found
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise AssertionError(f"no line matching {pattern!r}; output:\n{self.output[-3000:]}")
+
+    @property
+    def router_pid(self) -> int:
+        return int(self.wait_for(r"starting the router \(pid (\d+)\)").group(1))
+
+    def worker_dirs(self) -> list[Path]:
+        (fleet_dir,) = (self.run_root / "fleets").iterdir()
+        return sorted(fleet_dir.glob("worker-*"))
+
+    def worker_pid(self, index: int) -> int | None:
+        state = read_run_state(self.worker_dirs()[index])
+        return state.pid if state else None
+
+    def processes(self) -> list[psutil.Process]:
+        """Every live process of the fleet: the router's group and each worker's."""
+        pids = [self.router_pid, *(p for i in range(len(self.worker_dirs())) if (p := self.worker_pid(i)))]
+        return [proc for pid in pids for proc in group_members(pid)]
+
+    def interrupt(self, timeout: float = 30.0) -> int:
+        self.proc.send_signal(signal.SIGINT)
+        return self.proc.wait(timeout=timeout)
+
+    def kill(self) -> None:
+        """Teardown after a failed test: no process may outlive it."""
+        leftovers = self.processes() if (self.run_root / "fleets").is_dir() else []
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        for proc in leftovers:
+            if proc.is_running():
+                proc.kill()
+
+
+def start_fleet(args: Sequence[str], run_root: Path, env: dict[str, str] | None = None) -> FleetProcess:
+    full_env = {**os.environ, **FAST_ENV, **(env or {}), "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "launch", "fleet", "serve", "--run-root", str(run_root), *args],
+                            cwd=ROOT, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    fleet = FleetProcess(proc, run_root)
+
+    def read() -> None:
+        for line in proc.stdout:  # type: ignore[union-attr]
+            fleet.lines.append(line.rstrip("\n"))
+
+    threading.Thread(target=read, daemon=True).start()
+    return fleet
