@@ -119,6 +119,7 @@
   });
 
   document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape") toggleDrawer(false);
     if (event.key === "Escape" && streaming()) {
       event.preventDefault();
       $("#m3-stop").click();
@@ -131,8 +132,10 @@
     if (event.target.value.trim()) showQueued(true);
   }, true);
 
-  document.addEventListener("click", (event) => { // a chat picked in the drawer closes it
-    if (event.target.closest && event.target.closest("#m3-chat-list input")) toggleDrawer(false);
+  document.addEventListener("click", (event) => { // a chat picked in the drawer, or a tap beside it, closes it
+    const target = event.target.closest ? event.target : null;
+    if (!target || target.closest("#m3-chats-toggle")) return;
+    if (target.closest("#m3-chat-list input") || !target.closest("#m3-sidebar")) toggleDrawer(false);
   });
 
   setInterval(() => {
