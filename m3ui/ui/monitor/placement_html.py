@@ -8,6 +8,7 @@ so the panel needs no stylesheet of its own.
 from __future__ import annotations
 
 from m3ui.experts.placement_advice import PlacementAdvice
+from m3ui.experts.placement_trial import TrialCard
 from m3ui.ui.monitor.format import esc, note, notes
 
 STRATEGY_COLOURS = {"uniform": "#8a94a6", "frequency": "#00c8e6", "front-loading": "#f5a524", "random": "#c06cf0"}
@@ -73,3 +74,33 @@ def placement_panel(advice: PlacementAdvice | None) -> str:
             f'<div class="m3-legend">{legend} · <span style="color:#e5484d">┆</span> VRAM ceiling '
             f"({plan.vram_ceiling} per layer) · │ now ({plan.gpu_experts})</div>"
             f"{notes('warn', plan.warnings)}</div>")
+
+
+def _cell(value: float | None, pattern: str) -> str:
+    return "—" if value is None else esc(pattern.format(value))
+
+
+def trial_card(card: TrialCard) -> str:
+    """The A/B card of a placement trial: predicted and measured, before and after, on the same prompts."""
+    if card.state == "idle":
+        return ""
+    kind = "error" if card.state == "failed" else "info"
+    head = note(kind, card.detail, "Placement trial")
+    if card.before is None and card.predicted_before is None:
+        return head
+    rows = [
+        ("GPU hit rate, predicted", card.predicted_before and card.predicted_before.hit_rate,
+         card.predicted_after and card.predicted_after.hit_rate, "{:.1%}"),
+        ("GPU hit rate, measured", card.before and card.before.hit_rate, card.after and card.after.hit_rate, "{:.1%}"),
+        ("Decode tok/s, predicted", card.predicted_before and card.predicted_before.decode_tps,
+         card.predicted_after and card.predicted_after.decode_tps, "{:.1f}"),
+        ("Decode tok/s, measured", card.before and card.before.decode_tps, card.after and card.after.decode_tps,
+         "{:.1f}"),
+        ("Time to first token, measured", card.before and card.before.ttft_s, card.after and card.after.ttft_s,
+         "{:.2f} s"),
+    ]
+    body = "".join(f"<tr><th>{esc(label)}</th><td>{_cell(before, fmt)}</td><td>{_cell(after, fmt)}</td></tr>"
+                   for label, before, after, fmt in rows)
+    return (f'{head}<table class="m3-table m3-placement-trial" data-state="{esc(card.state)}"><thead><tr><th></th>'
+            f"<th>Before ({esc(card.strategy_before)})</th><th>After (frequency, {card.gpu_experts} per layer)</th>"
+            f"</tr></thead><tbody>{body}</tbody></table>")
