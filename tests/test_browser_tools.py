@@ -148,3 +148,12 @@ def test_the_chats_trash_button_while_an_answer_runs_keeps_stop_and_the_answer(p
     wait_answered(page)
     expect(page.locator("#m3-tools-chatbot .message-content").last).to_contain_text("DEMO DATA")
     assert WEATHER in page.inner_text("#m3-tools-chatbot")
+
+
+def test_esc_stops_a_running_answer(page):
+    page.check("#m3-require-approval input")
+    ask_only(page, WEATHER)
+    page.wait_for_selector("#m3-approval", state="visible")
+    page.keyboard.press("Escape")
+    wait_answered(page)
+    expect(page.locator("#m3-tools-chatbot")).to_contain_text("Stopped")
