@@ -31,6 +31,8 @@ class Engine:
     kind: EngineKind = "sglang"
     # The engine may live in another venv; "python" is looked up on PATH at launch.
     python: str = "python"
+    # Set for this process only, e.g. a fleet worker's CUDA_VISIBLE_DEVICES (launch/fleet/).
+    env: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -126,7 +128,7 @@ def build_command(settings: LaunchSettings, engine: Engine = Engine(), run_dir: 
     else:
         head = [engine.python, "-m", SGLANG_MODULE]
         cwd = None
-    env: list[tuple[str, str]] = []
+    env: list[tuple[str, str]] = list(engine.env)
     if settings.expert_distribution_recorder_mode and run_dir is not None:
         env.append((RECORDER_DIR_ENV, str(run_dir / "recorder")))
     if run_dir is not None and key_in_config_file(settings):

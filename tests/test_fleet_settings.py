@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from launch.command import Engine
-from launch.fleet.commands import GPU_ENV, fleet_preview, router_command, worker_commands
+from launch.fleet.commands import fleet_preview, router_command, worker_commands
 from launch.fleet.fleet_file import FleetFileError, load_fleet_file
 from launch.fleet.router_settings import RouterSettings, RouterSettingsError, router_from_mapping
-from launch.fleet.spec import AttachedWorker, Fleet, LaunchedWorker, MultiNode, replicate
+from launch.fleet.spec import GPU_ENV, AttachedWorker, Fleet, LaunchedWorker, MultiNode, replicate
 from launch.fleet.validation import validate_fleet
 from launch.presets import single_gpu
 from launch.sglang_flags import SGLANG_FLAGS

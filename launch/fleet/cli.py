@@ -99,11 +99,7 @@ def preflight(fleet: Fleet) -> list[Finding]:
     findings = validate_fleet(fleet)
     for i, worker in enumerate(fleet.workers, 1):
         if worker in fleet.local_workers:
-            if worker.gpus and fleet.engine.kind == "sglang":
-                findings.append(Finding("error", f"workers[{i}]", "fleet serve cannot pin GPUs yet",
-                                        "start the workers with the commands `fleet command` prints, and "
-                                        "--attach them", check="gpu_pinning"))
-            plan = plan_launch(worker.settings, fleet.engine)
+            plan = plan_launch(worker.settings, worker.engine(fleet.engine))
             findings += [Finding(f.level, f"workers[{i}].{f.field}" if f.field else f"workers[{i}]", f.message, f.fix,
                                  f.changes, f.check) for f in plan.findings]
     router = fleet.router

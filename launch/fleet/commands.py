@@ -14,8 +14,6 @@ from launch.command import Command, Engine, build_command
 from launch.fleet.router_settings import ROUTER_MODULE, router_flag_argv
 from launch.fleet.spec import Fleet, LaunchedWorker
 
-GPU_ENV = "CUDA_VISIBLE_DEVICES"
-
 
 @dataclass(frozen=True)
 class NodeCommand:
@@ -33,14 +31,13 @@ def router_command(fleet: Fleet) -> Command:
 def worker_commands(worker: LaunchedWorker, engine: Engine, run_dir: Path | None = None) -> tuple[NodeCommand, ...]:
     """One command per host the worker runs on: the engine's own, with its GPUs pinned and, for a multi-node
     engine, the same command on every node but for --node-rank."""
-    base = build_command(worker.settings, engine, run_dir)
-    env = base.env + (((GPU_ENV, ",".join(map(str, worker.gpus))),) if worker.gpus else ())
+    base = build_command(worker.settings, worker.engine(engine), run_dir)
     if worker.nodes is None:
-        return (NodeCommand(worker.machine, None, Command(base.argv, env, base.cwd)),)
+        return (NodeCommand(worker.machine, None, base),)
     nodes = worker.nodes
     return tuple(
         NodeCommand(host, rank, Command((*base.argv, "--nnodes", str(nodes.nnodes), "--node-rank", str(rank),
-                                         "--dist-init-addr", nodes.dist_init_addr), env, base.cwd))
+                                         "--dist-init-addr", nodes.dist_init_addr), base.env, base.cwd))
         for rank, host in enumerate(nodes.hosts))
 
 

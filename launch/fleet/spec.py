@@ -8,12 +8,14 @@ engine spread over hosts, `nodes` (sglang's --nnodes/--node-rank/--dist-init-add
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from launch.command import Engine
 from launch.fleet.router_settings import RouterSettings
 from launch.health import engine_url
 from launch.settings import LaunchSettings
+
+GPU_ENV = "CUDA_VISIBLE_DEVICES"
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,11 @@ class LaunchedWorker:
     @property
     def url(self) -> str:
         return engine_url(self.settings if self.head is None else self.settings.replace(host=self.head))
+
+    def engine(self, base: Engine) -> Engine:
+        """`base` with this worker's GPUs pinned (CUDA_VISIBLE_DEVICES), for its command wherever it runs."""
+        pinned = ((GPU_ENV, ",".join(map(str, self.gpus))),) if self.gpus else ()
+        return replace(base, env=base.env + pinned)
 
 
 @dataclass(frozen=True)

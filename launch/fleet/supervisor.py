@@ -103,7 +103,7 @@ class FleetSupervisor:
                     engine = Supervisor(run_dir / f"worker-{i}", startup_timeout_s=self.startup_timeout_s)
                     engine.restart_policy = self.policy
                     self._engines.append(engine)
-                    engine.start(worker.settings, self.fleet.engine)
+                    engine.start(worker.settings, worker.engine(self.fleet.engine))
             except BaseException:
                 self._stop_all()
                 self._state = FleetState.FAILED
