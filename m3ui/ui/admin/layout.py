@@ -14,6 +14,7 @@ from m3ui.ui.admin.command import CommandPanel, build_command_panel
 from m3ui.ui.admin.diagnosis import DiagnosisPanel, build_diagnosis_panel
 from m3ui.ui.admin.form import SettingsForm, build_settings_form
 from m3ui.ui.admin.logs import LogPanel, build_log_panel
+from m3ui.ui.admin.placement import PlacementPanel, build_placement_panel
 from m3ui.ui.admin.profiles import ProfilePanel, build_profile_panel
 from m3ui.ui.admin.sizing import SizingPanel, build_sizing_panel
 from m3ui.ui.admin.status import StatusStrip, build_status_strip
@@ -43,6 +44,7 @@ class AdminView:
     attach: AttachPanel
     timer: gr.Timer
     seen: gr.State  # per session: what the timer last sent, so unchanged outputs are skipped
+    placement: PlacementPanel  # wired on its own (m3ui/ui/admin/placement.py)
 
 
 def build_layout() -> AdminView:
@@ -73,5 +75,7 @@ def build_layout() -> AdminView:
             weights = build_weights_panel()
         with gr.Tab("Attach", id="attach"):
             attach = build_attach_panel()
+        with gr.Tab("Placement", id="placement"):
+            placement = build_placement_panel()
     return AdminView(strip, diagnosis, preset, load_preset, form, command, sizing, logs, log_tab, summary, hardware_tab,
-                     profiles, weights, attach, gr.Timer(TICK_S), gr.State({}))
+                     profiles, weights, attach, gr.Timer(TICK_S), gr.State({}), placement)

@@ -13,6 +13,7 @@ from m3ui.services import AppServices
 from m3ui.ui.admin.events import AdminEvents
 from m3ui.ui.admin.guard import AdminGuard
 from m3ui.ui.admin.layout import build_layout
+from m3ui.ui.admin.placement import PlacementEvents
 
 TITLE = "m3ui admin — engine cockpit"
 
@@ -20,5 +21,7 @@ TITLE = "m3ui admin — engine cockpit"
 def build_admin_app(services: AppServices) -> gr.Blocks:
     with gr.Blocks(title=TITLE, fill_width=True) as demo:
         view = build_layout()
-        AdminEvents(view, AdminConsole(services), WeightsDesk(), AdminGuard(services.policy)).wire(demo)
+        console, guard = AdminConsole(services), AdminGuard(services.policy)
+        AdminEvents(view, console, WeightsDesk(), guard).wire(demo)
+        PlacementEvents(view.placement, console, guard).wire()
     return demo
