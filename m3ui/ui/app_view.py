@@ -7,7 +7,6 @@ or exports is reachable through the main app; each admin handler checks the user
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from starlette.requests import Request
 from starlette.routing import Mount
 from starlette.types import Scope
 
+from m3ui.owned_temp_dir import owned_temp_dir
 from m3ui.services import AppServices
 from m3ui.ui.admin.view import build_admin_app
 from m3ui.ui.chat_view import build_chat_tab
@@ -34,6 +34,7 @@ JS_DIR = ASSETS / "js"
 # Scripts that must run before the first paint (Gradio runs the others after it mounts): put into the HTML itself.
 EARLY_JS_DIR = ASSETS / "head"
 ADMIN_PATH = "/admin"
+ADMIN_FILES_PREFIX = "m3ui-admin-files-"
 # Components through which a browser uploads files (the upload route is refused for an app without one).
 UPLOAD_COMPONENTS = (gr.File, gr.Files, gr.UploadButton, gr.Image, gr.Audio, gr.Video, gr.Gallery, gr.Model3D,
                      gr.ImageEditor, gr.MultimodalTextbox)
@@ -83,7 +84,7 @@ def build_asgi_app(services: AppServices) -> fastapi.FastAPI:
 def private_file_cache(app: fastapi.FastAPI, blocks: gr.Blocks) -> str:
     """A file cache of the app's own (0700, removed at exit) instead of Gradio's one shared cache, which the
     main app serves to anyone at /gradio_api/file=...: the admin app's exports (engine logs) stay admin-only."""
-    folder = tempfile.TemporaryDirectory(prefix="m3ui-admin-files-")
+    folder = owned_temp_dir(ADMIN_FILES_PREFIX)
     app.state.admin_files = folder  # kept alive with the app; its finalizer deletes the folder at exit
     for block in (blocks, *blocks.blocks.values()):
         block.GRADIO_CACHE = folder.name
