@@ -20,6 +20,7 @@ from launch.command import Engine
 from launch.findings import Finding, format_findings, has_errors
 from launch.fleet.commands import fleet_preview
 from launch.fleet.fleet_file import load_fleet_file
+from launch.fleet.recovery import recover_fleets
 from launch.fleet.router_settings import POLICIES, RouterSettings, router_from_mapping
 from launch.fleet.spec import AttachedWorker, Fleet, replicate
 from launch.fleet.supervisor import FleetState, FleetSupervisor
@@ -110,6 +111,8 @@ def preflight(fleet: Fleet) -> list[Finding]:
 
 def _cmd_serve(args: argparse.Namespace, resolve: Resolve) -> int:
     fleet = build_fleet(args, resolve)
+    for line in recover_fleets(args.run_root):  # a killed earlier `fleet serve` left these: stop them first
+        print(f"recovery: {line}", flush=True)
     findings = preflight(fleet)
     if findings:
         print(format_findings(findings), flush=True)

@@ -5,7 +5,8 @@ phases, readiness, diagnosis) in its own folder, with automatic restarts and bac
 the router starts with the whole fleet's URLs. Then one watcher thread reconciles on every tick: a launched
 worker that is not ready (dead, restarting) is removed from the router at once, so new requests only go to
 healthy workers, and is added back when its restart is ready. The fleet is ready when the router answers
-/health and lists every worker healthy; a router that dies fails the fleet, and everything is stopped.
+/health and lists every worker healthy; a router that dies fails the fleet, and everything is stopped. What a
+killed supervisor leaves running is stopped by the next one (launch/fleet/recovery.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from enum import Enum
 from pathlib import Path
 
 from launch.fleet.commands import router_command
+from launch.fleet.recovery import FLEETS_DIR, clear_router_state, write_router_state
 from launch.fleet.router_api import (
     RouterApiError,
     RouterWorker,
@@ -95,7 +97,7 @@ class FleetSupervisor:
             if self._state not in (FleetState.STOPPED, FleetState.FAILED):
                 raise RuntimeError(f"the fleet is already {self._state.value}")
             stamp = time.strftime("%Y%m%d-%H%M%S")
-            self._run_dir = run_dir = private_dir(self.run_root / "fleets" / stamp)
+            self._run_dir = run_dir = private_dir(self.run_root / FLEETS_DIR / stamp)
             self._state, self._detail, self._stop = FleetState.STARTING, "starting workers", threading.Event()
             self._engines, self._router, self._listed = [], None, {}
             try:
@@ -131,6 +133,8 @@ class FleetSupervisor:
     def _stop_all(self) -> None:
         if self._router is not None:
             self._router.stop(STOP_GRACE_S)
+            assert self._run_dir is not None
+            clear_router_state(self._run_dir)
         closers = [threading.Thread(target=engine.close, args=(STOP_GRACE_S,)) for engine in self._engines]
         for closer in closers:  # side by side: each may wait out its grace period
             closer.start()
@@ -172,6 +176,7 @@ class FleetSupervisor:
             if self._stop.is_set():
                 return False
             self._router = RouterProcess(router_command(self.fleet), self._run_dir)
+            write_router_state(self._run_dir, self._router)
         self._set_detail(f"starting the router (pid {self._router.pid})")
         return True
 
