@@ -23,7 +23,7 @@ from launch.fleet.fleet_file import load_fleet_file
 from launch.fleet.recovery import recover_fleets
 from launch.fleet.router_settings import POLICIES, RouterSettings, router_from_mapping
 from launch.fleet.spec import AttachedWorker, Fleet, replicate
-from launch.fleet.supervisor import FleetState, FleetSupervisor
+from launch.fleet.supervisor import FleetState, FleetSupervisor, WorkerStatus
 from launch.fleet.validation import validate_fleet
 from launch.settings import LaunchSettings
 
@@ -122,16 +122,20 @@ def _cmd_serve(args: argparse.Namespace, resolve: Resolve) -> int:
     signal.signal(signal.SIGTERM, _exit_on_sigterm)  # a plain kill stops the fleet like Ctrl-C
     started = time.monotonic()
     supervisor.start()
-    last = ""
+    last, workers = "", ()
     try:
         while True:
             snap = supervisor.snapshot()
+            stamp = f"[{time.monotonic() - started:6.1f}s]"
             now = f"{snap.state.value}: {snap.detail}"
             if now != last:
-                print(f"[{time.monotonic() - started:6.1f}s] {now}", flush=True)
+                print(f"{stamp} {now}", flush=True)
                 if snap.state is FleetState.READY and not last.startswith("ready"):
                     print(f"router: {snap.router_url}", flush=True)
                 last = now
+            for line in _worker_changes(workers, snap.workers):
+                print(f"{stamp}   {line}", flush=True)
+            workers = snap.workers
             if snap.state is FleetState.FAILED:
                 return 1
             time.sleep(0.2)
@@ -139,6 +143,18 @@ def _cmd_serve(args: argparse.Namespace, resolve: Resolve) -> int:
         return 0
     finally:
         supervisor.stop()
+
+
+def _worker_changes(before: tuple[WorkerStatus, ...], now: tuple[WorkerStatus, ...]) -> list[str]:
+    """A line for each launched worker whose state or place in the router changed (a death, a restart)."""
+    seen = {w.url: w for w in before}
+    lines = []
+    for i, worker in enumerate(now, 1):
+        old = seen.get(worker.url)
+        if worker.launched and old is not None and (old.state, old.in_router) != (worker.state, worker.in_router):
+            where = "in the router" if worker.in_router else "out of the router"
+            lines.append(f"worker {i} {worker.url}: {worker.state} ({worker.detail}), {where}")
+    return lines
 
 
 def _exit_on_sigterm(signum: int, frame: object) -> None:

@@ -255,9 +255,11 @@ class FleetSupervisor:
                 entry = self._listed.get(url)
                 engine = engines.get(url)
                 snap = engine.snapshot(log_lines=0) if engine is not None else None
+                detail = snap.phase_detail if snap else "started elsewhere"
+                if snap and snap.state is EngineState.FAILED and snap.auto_restart is not None:
+                    detail += f"; {snap.auto_restart.describe(time.time())}"
                 workers.append(WorkerStatus(
-                    url, engine is not None, snap.state.value if snap else "attached",
-                    snap.phase_detail if snap else "started elsewhere", entry is not None,
+                    url, engine is not None, snap.state.value if snap else "attached", detail, entry is not None,
                     bool(entry and entry.healthy), entry.load if entry else -1, self._outages.get(url, 0)))
             return FleetSnapshot(self._state, self._detail, self.fleet.router.url,
                                  self._router.pid if self._router else None, tuple(workers), self._run_dir)
