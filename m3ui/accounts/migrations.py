@@ -1,0 +1,30 @@
+"""The accounts schema, one entry per version (never edit a shipped one: append a new version)."""
+
+from __future__ import annotations
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (  # 1: users and app-wide settings (sign-up, quotas per role)
+        """CREATE TABLE users (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            role TEXT NOT NULL CHECK (role IN ('user', 'admin')),
+            enabled INTEGER NOT NULL DEFAULT 1,
+            password_hash TEXT NOT NULL,
+            daily_token_quota INTEGER,
+            created_at REAL NOT NULL,
+            last_login_at REAL
+        )""",
+        "CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    ),
+    (  # 2: usage per user per day (UTC)
+        """CREATE TABLE usage (
+            user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+            day TEXT NOT NULL,
+            prompt_tokens INTEGER NOT NULL DEFAULT 0,
+            completion_tokens INTEGER NOT NULL DEFAULT 0,
+            requests INTEGER NOT NULL DEFAULT 0,
+            engine_seconds REAL NOT NULL DEFAULT 0,
+            PRIMARY KEY (user_id, day)
+        )""",
+    ),
+)
