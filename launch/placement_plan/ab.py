@@ -10,6 +10,7 @@ dumped activations on the GPU experts of the dumped masks, over the replay's dum
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -87,7 +88,7 @@ def _engine(settings: LaunchSettings, run_dir: Path) -> Iterator[httpx.Client]:
     """A ready simulated engine for `settings`, stopped on the way out."""
     settings = settings.replace(host="127.0.0.1", port=free_port(), api_key=None, enable_metrics=True)
     command = build_command(settings, Engine(kind="sim"), run_dir)
-    command = type(command)(command.argv, (*command.env, *FAST_SIM_ENV.items()), command.cwd)
+    command = dataclasses.replace(command, env=(*command.env, *FAST_SIM_ENV.items()))
     run_dir.mkdir(parents=True, exist_ok=True)
     process = spawn(command, run_dir / "engine.log")
     url = engine_url(settings)
