@@ -60,7 +60,7 @@ def test_plan_json_takes_n_from_the_runs_masks_and_saves_the_profile_it_names(du
 
 def test_plan_text_at_another_n_prints_the_curve_the_recommendation_and_the_flags(dumps, tmp_path):
     save = tmp_path / "mine.pt"
-    proc = cli("plan", *(f"--dump={d}" for d in dumps if "recorder_" in d.name), "--gpu-experts", "16",
+    proc = cli("plan", "--dump", *(str(d) for d in dumps if "recorder_" in d.name), "--gpu-experts", "16",
                "--save", str(save), data_dir=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "curve (GPU experts per layer" in proc.stdout and "Relaunch with frequency at 16" in proc.stdout

@@ -35,9 +35,9 @@ def add_placement_parser(sub: argparse._SubParsersAction, selection_args: Callab
     placement = sub.add_parser("placement", help="plan GPU expert placement from recorded routing, and prove it")
     commands = placement.add_subparsers(dest="placement_cmd", required=True)
     p = commands.add_parser("plan", help="predict each strategy from recorder dumps; print the flags to launch with")
-    p.add_argument("--dump", action="append", type=Path, required=True, metavar="FILE",
-                   help="a stat dump (expert_distribution_recorder_*.pt), repeatable; a gpu_expert_distribution_*.pt "
-                        "of the same run gives its own placement")
+    p.add_argument("--dump", action="extend", nargs="+", type=Path, required=True, metavar="FILE",
+                   help="stat dumps (expert_distribution_recorder_*.pt), repeatable or several after one --dump; "
+                        "a gpu_expert_distribution_*.pt of the same run gives its own placement")
     p.add_argument("--gpu-experts", type=int, metavar="N",
                    help="GPU experts per MoE layer (default: the recorded run's, from its masks or the settings)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
