@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
 
+from launch.findings import Finding
 from launch.fleet.commands import router_command
 from launch.fleet.recovery import FLEETS_DIR, clear_router_state, write_router_state
 from launch.fleet.router_api import (
@@ -28,7 +29,8 @@ from launch.fleet.router_api import (
     router_healthy,
 )
 from launch.fleet.router_process import RouterProcess
-from launch.fleet.spec import Fleet
+from launch.fleet.spec import Fleet, LaunchedWorker, Worker
+from launch.fleet.validation import validate_fleet
 from launch.private_files import private_dir
 from launch.restart_policy import RestartPolicy
 from launch.supervisor import EngineState, Supervisor
@@ -82,7 +84,8 @@ class FleetSupervisor:
         self._state = FleetState.STOPPED
         self._detail = "not started"
         self._run_dir: Path | None = None
-        self._engines: list[Supervisor] = []
+        self._engines: dict[str, Supervisor] = {}  # a launched worker's URL -> its engine's supervisor
+        self._launched = 0  # worker folders made so far (worker-1, worker-2, ...)
         self._router: RouterProcess | None = None
         self._listed: dict[str, RouterWorker] = {}
         self._outages: dict[str, int] = {}
@@ -99,18 +102,15 @@ class FleetSupervisor:
             stamp = time.strftime("%Y%m%d-%H%M%S")
             self._run_dir = run_dir = private_dir(self.run_root / FLEETS_DIR / stamp)
             self._state, self._detail, self._stop = FleetState.STARTING, "starting workers", threading.Event()
-            self._engines, self._router, self._listed = [], None, {}
+            self._engines, self._router, self._listed, self._launched = {}, None, {}, 0
             try:
-                for i, worker in enumerate(self.fleet.local_workers, 1):
-                    engine = Supervisor(run_dir / f"worker-{i}", startup_timeout_s=self.startup_timeout_s)
-                    engine.restart_policy = self.policy
-                    self._engines.append(engine)
-                    engine.start(worker.settings, worker.engine(self.fleet.engine))
+                for worker in self.fleet.local_workers:
+                    self._launch(worker)
             except BaseException:
                 self._stop_all()
                 self._state = FleetState.FAILED
                 raise
-            self._outages = {w.url: 0 for w in self.fleet.local_workers}
+            self._outages = {}
             self._thread = threading.Thread(target=self._watch, name="fleet-watcher", daemon=True)
             self._thread.start()
             return run_dir
@@ -135,7 +135,7 @@ class FleetSupervisor:
             self._router.stop(STOP_GRACE_S)
             assert self._run_dir is not None
             clear_router_state(self._run_dir)
-        closers = [threading.Thread(target=engine.close, args=(STOP_GRACE_S,)) for engine in self._engines]
+        closers = [threading.Thread(target=e.close, args=(STOP_GRACE_S,)) for e in list(self._engines.values())]
         for closer in closers:  # side by side: each may wait out its grace period
             closer.start()
         for closer in closers:
@@ -159,7 +159,7 @@ class FleetSupervisor:
 
     def _tick_workers_starting(self, elapsed: float) -> bool:
         """Before the router: wait for every launched worker. False when the fleet has failed."""
-        states = [engine.snapshot() for engine in self._engines]
+        states = [engine.snapshot() for engine in list(self._engines.values())]
         for i, snap in enumerate(states, 1):
             if snap.state is EngineState.FAILED and (snap.auto_restart is None or snap.auto_restart.gave_up):
                 self._fail(f"worker {i} failed: {snap.phase_detail}")
@@ -211,16 +211,16 @@ class FleetSupervisor:
 
     def _reconcile(self, router_url: str, listed: dict[str, RouterWorker]) -> None:
         """Only a ready engine is in the router; one that died is taken out at once and put back once ready."""
-        for worker, engine in zip(self.fleet.local_workers, self._engines, strict=True):
+        for url, engine in list(self._engines.items()):
             ready = engine.state is EngineState.READY
-            entry = listed.get(worker.url)
+            entry = listed.get(url)
             if entry is not None and not ready:
                 remove_worker(router_url, entry)
-                listed.pop(worker.url)
+                listed.pop(url)
                 with self._lock:
-                    self._outages[worker.url] += 1
-            elif entry is None and ready and self._state is not FleetState.STARTING:
-                add_worker(router_url, worker.url)
+                    self._outages[url] = self._outages.get(url, 0) + 1
+            elif entry is None and ready and self._state is not FleetState.STARTING and url in self._engines:
+                add_worker(router_url, url)  # (checked again: remove() may have just dropped it)
 
     def _fail(self, why: str) -> None:
         with self._lock:
@@ -249,7 +249,7 @@ class FleetSupervisor:
 
     def snapshot(self) -> FleetSnapshot:
         with self._lock:
-            engines = dict(zip((w.url for w in self.fleet.local_workers), self._engines, strict=False))
+            engines = dict(self._engines)
             workers = []
             for url in self.fleet.worker_urls:
                 entry = self._listed.get(url)
@@ -266,4 +266,50 @@ class FleetSupervisor:
 
     def worker_supervisor(self, index: int) -> Supervisor:
         """The engine supervisor of the `index`-th launched worker (0-based): its log, phases and pid."""
-        return self._engines[index]
+        return list(self._engines.values())[index]
+
+    # --- changing the fleet while it serves ---------------------------------------------------------
+
+    def _launch(self, worker: LaunchedWorker) -> None:
+        assert self._run_dir is not None
+        self._launched += 1
+        engine = Supervisor(self._run_dir / f"worker-{self._launched}", startup_timeout_s=self.startup_timeout_s)
+        engine.restart_policy = self.policy
+        self._engines[worker.url] = engine
+        engine.start(worker.settings, worker.engine(self.fleet.engine))
+
+    def add(self, worker: Worker) -> None:
+        """Add a worker while the fleet serves: an attached one joins the router now, a launched one (on this host)
+        once it is ready. Refused with the reason when the fleet with it would not pass validation."""
+        with self._lock:
+            if self._state not in (FleetState.READY, FleetState.DEGRADED) or self._router is None:
+                raise RuntimeError(f"workers are added to a serving fleet; this one is {self._state.value}")
+            grown = replace(self.fleet, workers=(*self.fleet.workers, worker))
+            errors = [f for f in validate_fleet(grown) if f.is_error]
+            if isinstance(worker, LaunchedWorker) and not worker.local:
+                errors.append(Finding("error", "workers", "a worker on another host is started there, then attached",
+                                      check="remote_launch"))
+            if errors:
+                raise ValueError("; ".join(f.message for f in errors))
+            self.fleet = grown
+            if isinstance(worker, LaunchedWorker):
+                self._launch(worker)
+            else:
+                add_worker(self.fleet.router.url, worker.url.rstrip("/"))
+
+    def remove(self, url: str) -> None:
+        """Take a worker out of the router and the fleet; a launched one is stopped."""
+        url = url.rstrip("/")
+        with self._lock:
+            kept = tuple(w for w in self.fleet.workers if w.url.rstrip("/") != url)
+            if len(kept) == len(self.fleet.workers):
+                raise ValueError(f"{url} is not a worker of this fleet")
+            if not kept:
+                raise ValueError("the last worker cannot be removed: stop the fleet instead")
+            self.fleet = replace(self.fleet, workers=kept)
+            engine = self._engines.pop(url, None)
+            entry = self._listed.pop(url, None)
+        if entry is not None and self._router is not None:
+            remove_worker(self.fleet.router.url, entry)
+        if engine is not None:
+            engine.close(STOP_GRACE_S)
