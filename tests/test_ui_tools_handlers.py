@@ -15,7 +15,7 @@ from m3ui.client import EndpointConfig
 from m3ui.conversation import ToolTurn
 from m3ui.conversation_store import new_chat
 from m3ui.tools import builtin_tools
-from m3ui.ui.tools_view import UNCHANGED, ToolsController
+from m3ui.ui.tools_view import UNCHANGED, ToolsController, _layout
 from tests.sse_replay import ReplayServer, answer_reply, tool_calls_reply
 
 NAMES = [tool.name for tool in builtin_tools()]
@@ -176,3 +176,11 @@ def test_the_stall_limit_set_in_the_tab_gives_up_on_a_silent_engine():
     shown = final[CHATBOT][-1].content
     assert "1 s (the stall limit)" in shown and "Too late." not in shown
     assert waited < 3.0
+
+
+def test_every_update_has_one_value_per_component_of_the_view():
+    with gr.Blocks():
+        view = _layout().view
+    with ReplayServer([]) as server:
+        tools = controller(server)
+        assert len(UNCHANGED) == len(tools.show(new_chat())) == len(tools.frame([], None)) == len(view)

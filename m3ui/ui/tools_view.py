@@ -269,10 +269,9 @@ class ToolsController:
              thinking_mode: str, require_approval: bool, max_steps: float, tool_timeout: float,
              stall_seconds: float | None, request: gr.Request) -> Iterator[tuple[object, ...]]:
         form = self.settings(selected, choice, thinking_mode, max_steps, tool_timeout, stall_seconds)
-        if form is not None and not text.strip():
-            gr.Warning("Type a message first.")
-            form = None
-        if form is None:
+        if form is None or not text.strip():
+            if form is not None:
+                gr.Warning("Type a message first.")
             yield UNCHANGED
             return
         chat = chat.with_conversation(chat.conversation.ask(text.strip()))
@@ -285,10 +284,9 @@ class ToolsController:
         """A new answer to the last question: its old answer, tool calls and results are dropped first."""
         form = self.settings(selected, choice, thinking_mode, max_steps, tool_timeout, stall_seconds)
         question = chat.before_last_answer()
-        if form is not None and question is None:
-            gr.Warning("Nothing to regenerate yet: send a message first.")
-            form = None
         if form is None or question is None:
+            if form is not None:
+                gr.Warning("Nothing to regenerate yet: send a message first.")
             yield UNCHANGED
             return
         yield from self._answer(AnswerRequest(question, *form, selected_registry(selected, specs), require_approval),
