@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TextIO
 
 from launch.command import Engine
 from launch.findings import Finding, format_findings, has_errors
@@ -109,19 +110,28 @@ def preflight(fleet: Fleet) -> list[Finding]:
     return findings
 
 
-def _cmd_serve(args: argparse.Namespace, resolve: Resolve) -> int:
-    fleet = build_fleet(args, resolve)
-    for line in recover_fleets(args.run_root):  # a killed earlier `fleet serve` left these: stop them first
-        print(f"recovery: {line}", flush=True)
+def start_fleet(fleet: Fleet, run_root: Path, out: TextIO = sys.stdout) -> FleetSupervisor | None:
+    """Stop what a killed earlier fleet left in `run_root`, check everything, then start: the supervisor, or None
+    when a check failed (the findings are printed to `out` either way)."""
+    for line in recover_fleets(run_root):
+        print(f"recovery: {line}", file=out, flush=True)
     findings = preflight(fleet)
     if findings:
-        print(format_findings(findings), flush=True)
+        print(format_findings(findings), file=out, flush=True)
     if has_errors(findings):
-        return 1
-    supervisor = FleetSupervisor(fleet, args.run_root)
+        return None
+    supervisor = FleetSupervisor(fleet, run_root)
+    supervisor.start()
+    return supervisor
+
+
+def _cmd_serve(args: argparse.Namespace, resolve: Resolve) -> int:
+    fleet = build_fleet(args, resolve)
     signal.signal(signal.SIGTERM, _exit_on_sigterm)  # a plain kill stops the fleet like Ctrl-C
     started = time.monotonic()
-    supervisor.start()
+    supervisor = start_fleet(fleet, args.run_root)
+    if supervisor is None:
+        return 1
     last, workers = "", ()
     try:
         while True:
