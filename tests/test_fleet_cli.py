@@ -3,6 +3,7 @@ worker's GPUs reaching its engine process."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import socket
@@ -15,6 +16,7 @@ import psutil
 import pytest
 
 from launch.command import Engine
+from launch.fleet.cli import start_fleet
 from launch.fleet.router_settings import RouterSettings
 from launch.fleet.spec import Fleet, LaunchedWorker
 from launch.fleet.supervisor import FleetSupervisor
@@ -94,3 +96,17 @@ def test_a_pinned_worker_gets_its_gpus_in_its_engine_environment(tmp_path: Path,
     finally:
         supervisor.stop()
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_serve_names_the_workers_it_does_not_start_and_stops_at_a_failed_check(tmp_path: Path) -> None:
+    remote = LaunchedWorker(sim_settings(30000), machine="gpu-b")
+    local = LaunchedWorker(sim_settings(free_port()))
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        fleet = Fleet(RouterSettings(port=busy.getsockname()[1]), (local, remote), Engine("sim"))
+        out = io.StringIO()
+        assert start_fleet(fleet, tmp_path, out) is None
+    assert "worker 2 runs on gpu-b: start it there" in out.getvalue()
+    assert "[router.port]" in out.getvalue() and "already in use" in out.getvalue()
+    assert not (tmp_path / "fleets").exists()

@@ -180,3 +180,10 @@ def test_a_fleet_file_that_is_missing_not_json_or_huge_is_refused(tmp_path: Path
     (tmp_path / "big.json").write_text(" " * (2 << 20))
     with pytest.raises(FleetFileError, match="larger than"):
         load_fleet_file(tmp_path / "big.json")
+
+
+def test_launched_workers_that_would_answer_differently_are_warned_about() -> None:
+    one = LaunchedWorker(single_gpu().replace(port=30010))
+    other = LaunchedWorker(single_gpu().replace(port=30011, reasoning_parser=None))
+    (finding,) = validate_fleet(Fleet(RouterSettings(), (one, other)))
+    assert (finding.level, finding.check) == ("warning", "workers_differ") and "reasoning_parser" in finding.message

@@ -23,7 +23,7 @@ from launch.fleet.commands import fleet_preview
 from launch.fleet.fleet_file import load_fleet_file
 from launch.fleet.recovery import recover_fleets
 from launch.fleet.router_settings import POLICIES, RouterSettings, router_from_mapping
-from launch.fleet.spec import AttachedWorker, Fleet, replicate
+from launch.fleet.spec import AttachedWorker, Fleet, LaunchedWorker, replicate
 from launch.fleet.supervisor import FleetState, FleetSupervisor, WorkerStatus
 from launch.fleet.validation import validate_fleet
 from launch.settings import LaunchSettings
@@ -115,6 +115,11 @@ def start_fleet(fleet: Fleet, run_root: Path, out: TextIO = sys.stdout) -> Fleet
     when a check failed (the findings are printed to `out` either way)."""
     for line in recover_fleets(run_root):
         print(f"recovery: {line}", file=out, flush=True)
+    for i, worker in enumerate(fleet.workers, 1):
+        if isinstance(worker, LaunchedWorker) and not worker.local:
+            hosts = ", ".join(worker.nodes.hosts if worker.nodes else (str(worker.machine),))
+            print(f"worker {i} runs on {hosts}: start it there (`python -m launch fleet command` prints its "
+                  f"command); the router takes it once {worker.url} answers", file=out, flush=True)
     findings = preflight(fleet)
     if findings:
         print(format_findings(findings), file=out, flush=True)

@@ -21,8 +21,24 @@ def _err(field: str, message: str, fix: str | None = None, check: str = "") -> F
     return Finding("error", field, message, fix, check=check)
 
 
+# Settings in which launched workers must not differ: the router sends any turn of a chat to any of them.
+SAME_EVERYWHERE = ("model_path", "tool_call_parser", "reasoning_parser")
+
+
 def validate_fleet(fleet: Fleet) -> list[Finding]:
-    return [*_check_workers(fleet), *_check_ports(fleet), *_check_devices(fleet), *_check_policy(fleet)]
+    return [*_check_workers(fleet), *_check_agreement(fleet), *_check_ports(fleet), *_check_devices(fleet),
+            *_check_policy(fleet)]
+
+
+def _check_agreement(fleet: Fleet) -> Iterator[Finding]:
+    launched = [w.settings for w in fleet.workers if isinstance(w, LaunchedWorker)]
+    for name in SAME_EVERYWHERE:
+        values = {getattr(s, name) for s in launched}
+        if len(values) > 1:
+            listed = ", ".join(sorted(map(str, values)))
+            yield Finding("warning", "workers", f"the launched workers differ in {name} ({listed}): the same chat "
+                          "would be answered differently depending on the worker the router picks",
+                          f"give every worker the same {name}", check="workers_differ")
 
 
 def _check_workers(fleet: Fleet) -> Iterator[Finding]:
