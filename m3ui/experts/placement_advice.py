@@ -83,21 +83,29 @@ def advise_snapshot(experts: ExpertSnapshot, settings: LaunchSettings | None, gp
 
 
 class AdviceCache:
-    """One plan per REFRESH_S for the whole app, whichever session asks (thread-safe). Answers without a plan
-    are cheap and not kept, so the first plan comes as soon as the window allows one."""
+    """One plan per REFRESH_S for the whole app, computed in the background so that no refresh waits for it
+    (thread-safe). `get` answers at once with the latest advice and starts a new computation when that is due:
+    REFRESH_S after a plan, at once after an answer without one (those are cheap)."""
 
     def __init__(self, refresh_s: float = REFRESH_S) -> None:
         self._refresh_s = refresh_s
         self._lock = threading.Lock()
         self._at = float("-inf")
-        self._advice: PlacementAdvice | None = None  # the last plan
+        self._advice: PlacementAdvice | None = None
+        self._busy = False
 
     def get(self, compute: Callable[[], PlacementAdvice | None]) -> PlacementAdvice | None:
         with self._lock:
-            now = time.monotonic()
-            if self._advice is not None and now - self._at < self._refresh_s:
-                return self._advice
+            planned = self._advice is not None and self._advice.plan is not None
+            if not self._busy and (not planned or time.monotonic() - self._at >= self._refresh_s):
+                self._busy = True
+                threading.Thread(target=self._compute, args=(compute,), name="placement-advice", daemon=True).start()
+            return self._advice
+
+    def _compute(self, compute: Callable[[], PlacementAdvice | None]) -> None:
+        advice = self._advice
+        try:
             advice = compute()
-            if advice is not None and advice.plan is not None:
-                self._advice, self._at = advice, now
-            return advice
+        finally:
+            with self._lock:
+                self._busy, self._advice, self._at = False, advice, time.monotonic()
