@@ -67,6 +67,7 @@ def open_chat(page, url: str) -> None:
     page.goto(url)
     page.wait_for_selector("#m3-message textarea")
     wait_engine_ready(page)
+    page.wait_for_selector("#m3-chat-list label")  # the page's chats have loaded from the browser
 
 
 def wait_engine_ready(page) -> None:
@@ -91,6 +92,12 @@ def send(page, text: str, thinking: str | None = None) -> None:
     box.fill(text)
     box.press("Enter")
     page.wait_for_function(f"n => {QUESTIONS} > n", arg=asked, polling=POLL_MS)
+
+
+def start_new_chat(page) -> None:
+    """New chat, and wait until it shows (so that counting the questions asked next starts from it)."""
+    page.click("#m3-new-chat")
+    page.wait_for_function(f"{QUESTIONS} === 0", polling=POLL_MS)
 
 
 def wait_answered(page) -> None:
@@ -157,7 +164,7 @@ def test_stop_mid_stream_stops_the_text_and_the_engine_aborts_the_request(page):
 def test_a_reload_keeps_the_saved_conversations(page):
     send(page, "Solve step by step: 6 * 7", thinking="Adaptive")
     wait_answered(page)
-    page.click("#m3-new-chat")
+    start_new_chat(page)
     send(page, "What is 2 + 2?")
     wait_answered(page)
     page.reload()
@@ -180,7 +187,8 @@ def chat_titles(page) -> list[str]:
 
 
 def test_an_empty_send_or_regenerate_changes_nothing_on_the_page(page):
-    ask(page, "What is 2 + 2?")
+    send(page, "What is 2 + 2?", thinking="Disabled")  # no reasoning block: nothing folds while we look
+    wait_answered(page)
     before = page.evaluate(TAB_STATE)
     assert {"Send", "+ New chat", "↻ Regenerate", "Clear", "Rename", "Delete"} <= set(before["buttons"])
     page.click("#m3-message textarea")
@@ -188,7 +196,7 @@ def test_an_empty_send_or_regenerate_changes_nothing_on_the_page(page):
     page.get_by_text("Type a message first.").first.wait_for()
     time.sleep(0.5)
     assert page.evaluate(TAB_STATE) == before
-    page.click("#m3-new-chat")
+    start_new_chat(page)
     page.wait_for_function("!document.querySelector('#m3-chatbot').innerText.includes('2 + 2')")
     before = page.evaluate(TAB_STATE)
     page.click("#m3-regenerate")
@@ -203,9 +211,9 @@ def test_two_tabs_of_one_browser_lose_no_chat(page, app):
     second = page.context.new_page()
     open_chat(second, app.url)
     ask(page, "Alpha: what is 2 + 2?")
-    second.click("#m3-new-chat")
+    start_new_chat(second)
     ask(second, "Bravo: what is 3 + 3?")
-    page.click("#m3-new-chat")
+    start_new_chat(page)
     ask(page, "Charlie: what is 4 + 4?")
     # the other tab shows it without a reload
     second.locator("#m3-chat-list").get_by_text("Charlie: what is 4 + 4?").wait_for()
@@ -324,7 +332,7 @@ def test_sixty_chats_scroll_with_the_actions_in_view_and_search_finds_text(page)
     send(page, "```python\nprint(1)\n```\nWhy does **this** fail?")
     wait_answered(page)
     assert page.input_value("#m3-chat-title input, #m3-chat-title textarea") == "Question 7"
-    page.click("#m3-new-chat")
+    start_new_chat(page)
     page.fill("#m3-chat-search input, #m3-chat-search textarea", "")
     ask(page, "```python\nprint(1)\n```\nWhy does **this** fail?")
     assert chat_titles(page)[0] == "Why does this fail?"

@@ -13,7 +13,7 @@ import pytest
 
 from tests.app_process import running_app
 from tests.browser import chromium_page
-from tests.test_browser_chat import FEATURE_TIMEOUT_MS, POLL_MS, ask, chat_titles, open_chat
+from tests.test_browser_chat import FEATURE_TIMEOUT_MS, POLL_MS, ask, chat_titles, open_chat, start_new_chat
 
 pytestmark = pytest.mark.browser
 ANSWER_TEXT = """() => {
@@ -50,10 +50,10 @@ def test_a_full_day_in_two_tabs_loses_nothing_typed_or_answered(tmp_path):
         for question in ("Plan: what is 2 + 2?", "Then: what is 3 + 3?"):
             ask(morning, question)
             kept[question] = last_answer(morning)
-        afternoon.click("#m3-new-chat")
+        start_new_chat(afternoon)
         ask(afternoon, "Solve step by step: 17 * 23")
         kept["Solve step by step: 17 * 23"] = last_answer(afternoon)
-        morning.click("#m3-new-chat")
+        start_new_chat(morning)
         ask(morning, "Scratch: what is 5 + 5?")
         kept["Scratch: what is 5 + 5?"] = last_answer(morning)
 
