@@ -10,17 +10,20 @@ import argparse
 import atexit
 import logging
 import os
+import sqlite3
 import sys
 from pathlib import Path
 
-from m3ui.access import ADMIN_PASSWORD_ENV
+from m3ui.access import ADMIN_PASSWORD_ENV, DEFAULT_SESSION_HOURS
+from m3ui.accounts import AccountError, AccountStore
+from m3ui.data_dir import default_data_dir
 from m3ui.secret_file import SecretFileError, read_secret_file
 from m3ui.web.hosts import check_allowed_host
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
-DEFAULT_DATA_DIR = Path(os.environ.get("M3UI_DATA_DIR", Path.home() / ".m3ui"))
+DEFAULT_DATA_DIR = default_data_dir()
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -41,12 +44,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="also answer requests for this host name (repeatable; *.example.org allowed); loopback "
                    "names and the --host address are always allowed, any other Host header is refused")
     p.add_argument("--chat-user", action="append", default=[], metavar="USER:PASSWORD",
-                   help="require a login for chat (repeatable)")
+                   help="an account for chat (repeatable; created or its password set at start). Any account "
+                   "makes the chat ask for a login: `python -m m3ui.users add NAME` adds one without a password "
+                   "in argv")
+    p.add_argument("--session-hours", type=float, default=DEFAULT_SESSION_HOURS, metavar="HOURS",
+                   help="a login lasts this long, then asks again (default %(default)s)")
     p.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR, help=f"profiles, runs and logs "
                    f"(default {DEFAULT_DATA_DIR})")
     args = p.parse_args(argv)
     if args.engine == "sglang" and not args.profile:
         p.error("--engine sglang needs --profile FILE (save one in the admin panel or with `python -m launch`)")
+    if not 0 < args.session_hours <= 24 * 365:
+        p.error(f"--session-hours {args.session_hours}: give hours between 0 and {24 * 365}")
     if args.endpoint and (args.engine or args.profile):
         p.error("--endpoint attaches to a running server: do not combine it with --engine/--profile")
     for item in args.chat_user:
@@ -97,6 +106,16 @@ def start_engine(args: argparse.Namespace, services: object) -> int:
     return 0 if plan is None or plan.ok else 1
 
 
+def open_accounts(data_dir: Path, chat_users: tuple[tuple[str, str], ...]) -> AccountStore:
+    """The accounts database, with an account for each --chat-user (created, or its password set)."""
+    accounts = AccountStore.open(data_dir)
+    for name, password in chat_users:
+        user, done = accounts.seed(name, password)
+        if done != "unchanged":
+            logging.getLogger("m3ui").info("--chat-user %s: account %s", user.name, done)
+    return accounts
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -110,8 +129,13 @@ def main(argv: list[str] | None = None) -> int:
     from m3ui.web.urls import browse_url
 
     users = tuple(tuple(item.split(":", 1)) for item in args.chat_user)
+    try:
+        accounts = open_accounts(args.data_dir, users)  # type: ignore[arg-type]
+    except (AccountError, sqlite3.Error, RuntimeError) as exc:
+        print(f"error: accounts: {exc}", file=sys.stderr)
+        return 2
     policy = AccessPolicy.from_env(args.host, args.admin_password, users,  # type: ignore[arg-type]
-                                   tuple(args.allowed_host))
+                                   tuple(args.allowed_host), accounts, args.session_hours)
     services = AppServices.create(args.data_dir, policy)
     # uvicorn shuts down gracefully on SIGINT/SIGTERM and then re-raises the signal to the handler it found:
     # ours stops the engine (it runs in its own session, so nothing else would) before the app exits.

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from m3ui.accounts.passwords import dummy_hash, hash_password, password_problem, verify_password
+from m3ui.accounts.passwords import MAX_PASSWORD_CHARS, dummy_hash, hash_password, password_problem, verify_password
 from m3ui.accounts.sqlite_db import DB_FILE_NAME, SqliteDb
 
 Role = Literal["user", "admin"]
@@ -125,15 +125,29 @@ class AccountStore:
     # --- changing ----------------------------------------------------------------------------------------
 
     def add(self, name: str, password: str, role: str = "user") -> User:
-        canonical, role, password = check_name(name), check_role(role), check_password(password)
-        hashed = hash_password(password)
+        return self._insert(check_name(name), hash_password(check_password(password)), check_role(role))
+
+    def seed(self, name: str, password: str) -> tuple[User, str]:
+        """An account for a `--chat-user NAME:PASSWORD`: created (role user) when missing, its password set to
+        this one when it differs; never re-enabled. Its password is not held to the length rule (the option
+        took any before accounts existed). Returns the user and what was done."""
+        if len(password) > MAX_PASSWORD_CHARS or not password:
+            raise AccountError(f"--chat-user {name[:70]!r}: the password must have 1-{MAX_PASSWORD_CHARS} characters")
+        existing = self.get(name)
+        if existing is None:
+            return self._insert(check_name(name), hash_password(password), "user"), "created"
+        if self.password_matches(name, password):
+            return existing, "unchanged"
+        return self._update(name, "password_hash = ?", (hash_password(password),)), "password set"
+
+    def _insert(self, canonical: str, hashed: str, role: Role) -> User:
         try:
             with self.db.transaction() as conn:
                 conn.execute("INSERT INTO users (name, role, enabled, password_hash, created_at) VALUES "
                              "(?, ?, 1, ?, ?)", (canonical, role, hashed, time.time()))
         except sqlite3.IntegrityError:
             raise AccountError(f"user {canonical!r} exists already") from None
-        return self._must(canonical)
+        return self.require(canonical)
 
     def set_password(self, name: str, password: str) -> User:
         hashed = hash_password(check_password(password))
@@ -183,20 +197,21 @@ class AccountStore:
 
     # --- helpers -----------------------------------------------------------------------------------------
 
-    def _must(self, name: str) -> User:
+    def require(self, name: str) -> User:
+        """The user, or AccountError saying there is none."""
         user = self.get(name)
         if user is None:
             raise AccountError(f"no user {canonical_name(name)[:70]!r}")
         return user
 
     def _update(self, name: str, assignment: str, params: tuple[object, ...]) -> User:
-        user = self._must(name)
+        user = self.require(name)
         with self.db.transaction() as conn:
             conn.execute(f"UPDATE users SET {assignment} WHERE id = ?", (*params, user.id))
-        return self._must(name)
+        return self.require(name)
 
     def _keep_an_admin(self, name: str, what: str) -> None:
         """Accounts never lose their last enabled admin by accident (the admin password may not exist)."""
-        user = self._must(name)
+        user = self.require(name)
         if user.is_admin and user.enabled and self.count("admin") <= 1:
             raise AccountError(f"cannot {what} {user.name!r}: it is the last enabled admin account")

@@ -7,19 +7,16 @@ or exports is reachable through the main app; each admin handler checks the user
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import fastapi
 import gradio as gr
-from starlette.requests import Request
-from starlette.routing import Mount
-from starlette.types import Scope
 
 from m3ui.owned_temp_dir import owned_temp_dir
 from m3ui.services import AppServices
 from m3ui.ui.admin.view import build_admin_app
 from m3ui.ui.chat_view import build_chat_tab
+from m3ui.ui.gradio_sessions import GradioSessions
 from m3ui.ui.header_view import build_header
 from m3ui.ui.monitor.view import build_monitor_tab
 from m3ui.ui.tools_view import build_tools_tab
@@ -69,13 +66,13 @@ def build_asgi_app(services: AppServices) -> fastapi.FastAPI:
         admin.queue(default_concurrency_limit=None)
         admin_files.append(private_file_cache(app, admin))
         gr.mount_gradio_app(app, admin, path=ADMIN_PATH, css=css, head=head, allowed_paths=admin_files,
-                            auth=policy.check_admin_login if policy.admin_password else None,
-                            auth_message="m3ui admin: log in as 'admin'")
-        mounts.append(GradioMount(ADMIN_PATH, "admin", admin.fns, takes_uploads(admin), gradio_login(app, ADMIN_PATH)))
+                            auth=policy.check_admin_login if policy.admin_login else None,
+                            auth_message="m3ui admin: log in as 'admin' or with an admin account")
+        mounts.append(gradio_mount(app, ADMIN_PATH, "admin", admin))
     main = build_main_app(services)
-    chat_auth = policy.check_chat_login if policy.chat_users else None
+    chat_auth = policy.check_chat_login if policy.chat_login else None
     gr.mount_gradio_app(app, main, path="", css=css, head=head, auth=chat_auth, blocked_paths=admin_files)
-    mounts.append(GradioMount("", "chat", main.fns, takes_uploads(main), gradio_login(app, "")))
+    mounts.append(gradio_mount(app, "", "chat", main))
     app.add_middleware(EarlyHead, snippet=page_head(EARLY_JS_DIR))
     install_guards(app, policy, tuple(mounts))
     return app
@@ -91,20 +88,11 @@ def private_file_cache(app: fastapi.FastAPI, blocks: gr.Blocks) -> str:
     return folder.name
 
 
-def gradio_login(app: fastapi.FastAPI, path: str) -> Callable[[Scope], bool]:
-    """Whether a request carries a login of the Gradio app mounted at `path` (as Gradio's get_current_user
-    reads it: Gradio checks logins only inside its routes, after the guards have run)."""
-    served = next(route.app for route in app.routes if isinstance(route, Mount) and route.path == path)
-
-    def logged_in(scope: Scope) -> bool:
-        if served.auth is None:
-            return True
-        cookies = Request(scope).cookies
-        token = cookies.get(f"access-token-{served.cookie_id}") or cookies.get(
-            f"access-token-unsecure-{served.cookie_id}")
-        return token in served.tokens
-
-    return logged_in
+def gradio_mount(app: fastapi.FastAPI, path: str, name: str, blocks: gr.Blocks) -> GradioMount:
+    """What the guards need to know of the Gradio app mounted at `path`, its logins included."""
+    sessions = GradioSessions(app, path)
+    return GradioMount(path, name, blocks.fns, takes_uploads(blocks), sessions.logged_in,
+                       sessions if sessions.login_required else None)
 
 
 def takes_uploads(blocks: gr.Blocks) -> bool:

@@ -1,5 +1,6 @@
 """Puts the guards around the ASGI app that mounts both Gradio apps, outermost first:
-Host allow-list → Origin check → admin token (passwordless admin only) → login throttle → call checks."""
+Host allow-list → Origin check → admin token (passwordless admin only) → login throttle → sessions checked
+against the accounts → call checks."""
 
 from __future__ import annotations
 
@@ -13,11 +14,13 @@ from m3ui.web.hosts import allowed_hosts
 from m3ui.web.login_guard import LoginGuard
 from m3ui.web.mounts import GradioMount
 from m3ui.web.origin_guard import OriginGuard
+from m3ui.web.session_guard import SessionGuard
 
 
 def install_guards(app: Starlette, policy: AccessPolicy, mounts: tuple[GradioMount, ...]) -> None:
     # add_middleware wraps what was added before, so the last one added runs first.
     app.add_middleware(ApiGuard, mounts=mounts)
+    app.add_middleware(SessionGuard, mounts=mounts, check=policy.session_valid, max_age_s=policy.session_max_age_s)
     app.add_middleware(LoginGuard, mounts={m.prefix: m.name for m in mounts})
     admin = next((mount for mount in mounts if mount.name == "admin"), None)
     if admin is not None and policy.admin_open_locally:

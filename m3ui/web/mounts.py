@@ -4,11 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from starlette.types import Scope
 
 API_PREFIX = "/gradio_api"
+
+
+class SessionTable(Protocol):
+    """A mounted Gradio app's logins: its token cookie and the in-memory table of tokens (m3ui/ui/gradio_sessions)."""
+
+    def token(self, scope: Scope) -> str | None: ...
+    def user(self, token: str) -> str | None: ...
+    def end(self, token: str) -> None: ...
+    def end_user(self, user: str) -> int: ...
+    def tokens(self) -> set[str]: ...
 
 
 @dataclass(frozen=True)
@@ -20,6 +30,7 @@ class GradioMount:
     # Whether the request carries a login the app accepts (always true for an app without a login). Calls
     # of clients that are not logged in pass on unchecked, so they get the app's own 401 and learn nothing.
     logged_in: Callable[[Scope], bool]
+    sessions: SessionTable | None = None  # None: the app has no login
 
 
 def mount_for(path: str, mounts: tuple[GradioMount, ...]) -> tuple[GradioMount, str] | None:

@@ -1,0 +1,49 @@
+"""The logins of one mounted Gradio app, as Gradio 6 keeps them: its `/login` route puts a random token into the
+cookies `access-token-<cookie_id>` (and `access-token-unsecure-<cookie_id>` for plain HTTP) and maps it to the
+user name in the app's in-memory dict `tokens`; `/logout` deletes it. m3ui.web.session_guard reads and ends
+them through this class, so that the guards never import Gradio."""
+
+from __future__ import annotations
+
+import fastapi
+from starlette.requests import Request
+from starlette.routing import Mount
+from starlette.types import Scope
+
+
+class GradioSessions:
+    def __init__(self, app: fastapi.FastAPI, path: str) -> None:
+        self.served = next(route.app for route in app.routes if isinstance(route, Mount) and route.path == path)
+
+    @property
+    def login_required(self) -> bool:
+        return self.served.auth is not None
+
+    def token(self, scope: Scope) -> str | None:
+        cookies = Request(scope).cookies
+        cookie_id = self.served.cookie_id
+        return cookies.get(f"access-token-{cookie_id}") or cookies.get(f"access-token-unsecure-{cookie_id}")
+
+    def user(self, token: str) -> str | None:
+        return self.served.tokens.get(token)
+
+    def logged_in(self, scope: Scope) -> bool:
+        """Whether a request carries a login (always true for an app without a login). Gradio checks logins
+        only inside its routes, after the guards have run."""
+        if not self.login_required:
+            return True
+        token = self.token(scope)
+        return token is not None and token in self.served.tokens
+
+    def end(self, token: str) -> None:
+        self.served.tokens.pop(token, None)
+
+    def end_user(self, user: str) -> int:
+        """End every session of `user` (on every device); how many there were."""
+        ended = [token for token, name in list(self.served.tokens.items()) if name == user]
+        for token in ended:
+            self.served.tokens.pop(token, None)
+        return len(ended)
+
+    def tokens(self) -> set[str]:
+        return set(self.served.tokens)
