@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -18,7 +19,25 @@ import psutil
 
 from launch.process_group import group_members
 from launch.run_state import read_run_state
-from tests.sim_process import FAST_ENV, ROOT
+from tests.sim_process import FAST_ENV, ROOT, free_port
+
+
+def free_block(count: int) -> int:
+    """The first of `count` consecutive free ports on loopback (a router and its exporter, a run of workers)."""
+    for _ in range(100):
+        first = free_port()
+        if first + count <= 65536 and all(_bindable(first + i) for i in range(1, count)):
+            return first
+    raise RuntimeError(f"no {count} consecutive free ports")
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
 
 
 @dataclass

@@ -20,6 +20,7 @@ from launch.fleet.cli import start_fleet
 from launch.fleet.router_settings import RouterSettings
 from launch.fleet.spec import Fleet, LaunchedWorker
 from launch.fleet.supervisor import FleetSupervisor
+from tests.fleet_process import free_block
 from tests.sim_process import FAST_ENV, ROOT, free_port, sim_settings
 
 
@@ -74,7 +75,8 @@ def test_fleet_serve_refuses_a_busy_router_port_before_starting_anything(tmp_pat
         busy.listen()
         port = busy.getsockname()[1]
         done = run_cli("serve", "--engine", "sim", "--workers", "2", "--set", f"router_port={port}",
-                       "--first-port", str(free_port()), "--run-root", str(tmp_path))
+                       "--set", f"router_prometheus_port={free_port()}", "--first-port", str(free_block(2)),
+                       "--run-root", str(tmp_path))
     assert done.returncode == 1
     assert f"[router.port] port {port} on 127.0.0.1 is already in use" in done.stdout
     assert not (tmp_path / "fleets").exists()  # nothing was started
@@ -85,7 +87,7 @@ def test_a_pinned_worker_gets_its_gpus_in_its_engine_environment(tmp_path: Path,
     for key, value in FAST_ENV.items():
         monkeypatch.setenv(key, value)
     worker = LaunchedWorker(sim_settings(free_port()), gpus=(3, 5))
-    supervisor = FleetSupervisor(Fleet(RouterSettings(port=free_port()), (worker,), Engine("sim")), tmp_path)
+    supervisor = FleetSupervisor(Fleet(RouterSettings(port=free_block(2)), (worker,), Engine("sim")), tmp_path)
     supervisor.start()
     try:
         deadline = time.monotonic() + 30

@@ -16,6 +16,7 @@ from launch.fleet.router_api import list_workers
 from launch.fleet.router_settings import RouterSettings
 from launch.fleet.spec import AttachedWorker, Fleet, LaunchedWorker
 from launch.fleet.supervisor import FleetState, FleetSupervisor
+from tests.fleet_process import free_block
 from tests.sim_process import FAST_ENV, free_port, running_sim, sim_settings
 
 pytest.importorskip("sglang_router")
@@ -36,7 +37,7 @@ def test_workers_join_and_leave_a_serving_fleet(tmp_path: Path, monkeypatch: pyt
     for key, value in FAST_ENV.items():
         monkeypatch.setenv(key, value)
     first = LaunchedWorker(sim_settings(free_port()))
-    fleet = FleetSupervisor(Fleet(RouterSettings(port=free_port()), (first,), Engine("sim")), tmp_path)
+    fleet = FleetSupervisor(Fleet(RouterSettings(port=free_block(2)), (first,), Engine("sim")), tmp_path)
     fleet.start()
     router = fleet.fleet.router.url
     try:

@@ -10,15 +10,14 @@ import psutil
 import pytest
 
 from launch.fleet.recovery import recover_fleets
-from tests.fleet_process import start_fleet
-from tests.sim_process import free_port
+from tests.fleet_process import free_block, start_fleet
 
 pytest.importorskip("sglang_router")
 
 
 def test_what_a_killed_fleet_serve_left_running_is_stopped_by_the_next(tmp_path: Path) -> None:
-    fleet = start_fleet(["--engine", "sim", "--workers", "2", "--set", f"router_port={free_port()}",
-                         "--first-port", str(free_port())], tmp_path)
+    fleet = start_fleet(["--engine", "sim", "--workers", "2", "--set", f"router_port={free_block(2)}",
+                         "--first-port", str(free_block(2))], tmp_path)
     try:
         fleet.wait_for(r"^router: ", timeout=120)
         left = fleet.processes()

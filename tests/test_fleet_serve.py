@@ -16,8 +16,7 @@ import psutil
 import pytest
 
 from launch.fleet.router_api import list_workers
-from tests.fleet_process import FleetProcess, start_fleet
-from tests.sim_process import free_port
+from tests.fleet_process import FleetProcess, free_block, start_fleet
 from tests.sim_sse import stream_chat
 
 pytest.importorskip("sglang_router")
@@ -33,9 +32,9 @@ OPENING = ("You are helping me plan a garden. It is a small, sunny plot by a bri
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FleetProcess]:
-    port = free_port()
+    port = free_block(2)
     process = start_fleet(["--engine", "sim", "--workers", str(WORKERS), "--policy", "cache_aware",
-                           "--set", f"router_port={port}", "--first-port", str(free_port())],
+                           "--set", f"router_port={port}", "--first-port", str(free_block(WORKERS))],
                           tmp_path_factory.mktemp("fleet"), PACED)
     try:
         process.wait_for(rf"^router: http://127\.0\.0\.1:{port}$", timeout=120)
@@ -97,7 +96,8 @@ def test_a_worker_killed_under_load_leaves_every_new_chat_answered_and_is_back_w
     os.kill(old_pid, signal.SIGKILL)
     killed_at = time.monotonic()
     results: list[bool] = []
-    new = [threading.Thread(target=_new_chats, args=(url, results, killed_at + 6.0, n)) for n in range(2)]
+    # Each starts at once, so new chats are sent while the dead worker is still in the router, then for 6 s.
+    new = [threading.Thread(target=_new_chats, args=(url, results, killed_at + 6.0, n)) for n in range(4)]
     for thread in new:
         thread.start()
     removed = _wait(lambda: victim_url not in {w.url for w in list_workers(url)}, 10.0)
@@ -107,7 +107,8 @@ def test_a_worker_killed_under_load_leaves_every_new_chat_answered_and_is_back_w
     for thread in load:
         thread.join(timeout=60)
     assert removed, "the dead worker was never taken out of the router"
-    assert len(results) >= 6 and all(results), f"{results.count(False)} of {len(results)} new chats failed"
+    assert len(results) >= 4 and all(results), f"{results.count(False)} of {len(results)} new chats failed"
+    print(f"{len(results)} new chats in the 6 s after the kill, all answered")  # the figure, with -s
     assert fleet.wait_for(r"degraded: serving on .* with 2 of 3 workers", timeout=1, since=seen)
 
     def back() -> bool:
