@@ -15,6 +15,7 @@ from launch.fleet.fleet_file import FleetFileError, load_fleet_file
 from launch.fleet.router_settings import RouterSettings, RouterSettingsError, router_from_mapping
 from launch.fleet.spec import GPU_ENV, AttachedWorker, Fleet, LaunchedWorker, MultiNode, replicate
 from launch.fleet.validation import validate_fleet
+from launch.model_config import BUNDLED_M3_CONFIG
 from launch.presets import single_gpu
 from launch.sglang_flags import SGLANG_FLAGS
 
@@ -187,3 +188,10 @@ def test_launched_workers_that_would_answer_differently_are_warned_about() -> No
     other = LaunchedWorker(single_gpu().replace(port=30011, reasoning_parser=None))
     (finding,) = validate_fleet(Fleet(RouterSettings(), (one, other)))
     assert (finding.level, finding.check) == ("warning", "workers_differ") and "reasoning_parser" in finding.message
+
+
+def test_a_simulated_fleet_file_without_a_model_uses_the_bundled_m3_config(tmp_path: Path) -> None:
+    fleet = load_fleet_file(write(tmp_path, {"engine": "sim", "base": {"preset": "single-gpu"},
+                                             "workers": [{"port": 31010}]}))
+    (worker,) = fleet.workers
+    assert worker.settings.model_path == worker.settings.kt_weight_path == str(BUNDLED_M3_CONFIG.parent)

@@ -21,6 +21,7 @@ from typing import Any
 from launch.command import Engine
 from launch.fleet.router_settings import router_from_mapping
 from launch.fleet.spec import AttachedWorker, Fleet, LaunchedWorker, MultiNode, Worker
+from launch.model_config import BUNDLED_M3_CONFIG
 from launch.presets import preset
 from launch.settings import LaunchSettings, from_mapping
 
@@ -56,7 +57,7 @@ def fleet_from_mapping(data: Any, where: str = "fleet") -> Fleet:
         router = router_from_mapping(_object(data.get("router", {}), f"{where}: router", None))
     except ValueError as exc:
         raise FleetFileError(f"{where}: router: {exc}") from None
-    base = _base_settings(_object(data.get("base", {}), f"{where}: base", BASE_KEYS), f"{where}: base")
+    base = _base_settings(_object(data.get("base", {}), f"{where}: base", BASE_KEYS), f"{where}: base", kind)
     items = data.get("workers")
     if not isinstance(items, list) or not items:
         raise FleetFileError(f"{where}: workers must be a non-empty list")
@@ -64,7 +65,11 @@ def fleet_from_mapping(data: Any, where: str = "fleet") -> Fleet:
     return Fleet(router, workers, engine)
 
 
-def _base_settings(data: dict[str, Any], where: str) -> LaunchSettings:
+def _base_settings(data: dict[str, Any], where: str, kind: str) -> LaunchSettings:
+    """The settings every launched worker starts from; the simulated engine reads the bundled M3-shaped
+    config.json when no model is named (as `python -m launch --engine sim` does)."""
+    if kind == "sim" and "model_path" not in data:
+        data = {**data, "model_path": str(BUNDLED_M3_CONFIG.parent)}
     try:
         if "preset" in data:
             model = data.get("model_path")
