@@ -19,6 +19,7 @@ from m3ui.ui.admin.profiles import ProfilePanel, build_profile_panel
 from m3ui.ui.admin.sizing import SizingPanel, build_sizing_panel
 from m3ui.ui.admin.status import StatusStrip, build_status_strip
 from m3ui.ui.admin.summary import SummaryPanel, build_summary_panel
+from m3ui.ui.admin.users import UsersPanel, build_users_panel
 from m3ui.ui.admin.weights import WeightsPanel, build_weights_panel
 from m3ui.ui.header_view import THEME_TOGGLE
 
@@ -45,6 +46,8 @@ class AdminView:
     timer: gr.Timer
     seen: gr.State  # per session: what the timer last sent, so unchanged outputs are skipped
     placement: PlacementPanel  # wired on its own (m3ui/ui/admin/placement.py)
+    users: UsersPanel  # wired on its own (m3ui/ui/admin/users.py)
+    users_tab: gr.Tab
 
 
 def build_layout() -> AdminView:
@@ -77,5 +80,8 @@ def build_layout() -> AdminView:
             attach = build_attach_panel()
         with gr.Tab("Placement", id="placement"):
             placement = build_placement_panel()
+        with gr.Tab("Users", id="users") as users_tab:
+            users = build_users_panel()
     return AdminView(strip, diagnosis, preset, load_preset, form, command, sizing, logs, log_tab, summary, hardware_tab,
-                     profiles, weights, attach, gr.Timer(TICK_S), gr.State({}), placement)
+                     profiles, weights, attach, gr.Timer(TICK_S), gr.State({}), placement,
+                     users, users_tab)

@@ -14,6 +14,7 @@ from m3ui.ui.admin.events import AdminEvents
 from m3ui.ui.admin.guard import AdminGuard
 from m3ui.ui.admin.layout import build_layout
 from m3ui.ui.admin.placement import PlacementEvents
+from m3ui.ui.admin.users import UsersEvents
 
 TITLE = "m3ui admin — engine cockpit"
 
@@ -24,4 +25,5 @@ def build_admin_app(services: AppServices) -> gr.Blocks:
         console, guard = AdminConsole(services), AdminGuard(services.policy)
         AdminEvents(view, console, WeightsDesk(), guard).wire(demo)
         PlacementEvents(view.placement, console, guard).wire()
+        UsersEvents(view.users, services.policy.accounts, guard).wire(view.users_tab)
     return demo
