@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+from m3ui.accounts.meter import AnswerMeter
 from m3ui.chat_session.answer_run import AnswerRun, RunRegistry
 from m3ui.chat_session.clients import ClientPool
 from m3ui.chat_session.live_answer import LiveAnswer, not_ready_note
@@ -42,6 +43,7 @@ class AnswerRequest:
     options: LoopOptions = LoopOptions()
     registry: ToolRegistry = ToolRegistry()
     require_approval: bool = False
+    user: str | None = None  # the signed-in person: their quota is checked first, their usage recorded after
 
 
 @dataclass(frozen=True)
@@ -66,9 +68,11 @@ class ChatRunner:
         engine_label: Callable[[], str],
         hit_rate: AnswerHitRate | None = None,
         engine_failure: EngineFailure | None = None,
+        meter: AnswerMeter | None = None,
     ) -> None:
         self._endpoint, self._engine_label, self._hit_rate = endpoint, engine_label, hit_rate
         self._engine_failure = engine_failure
+        self._meter = meter
         self._clients = ClientPool()
         self.runs = RunRegistry()
 
@@ -76,6 +80,8 @@ class ChatRunner:
         """The started run, or (engine not ready) the note to save instead; SessionBusy when one is running."""
         if self.runs.running(session):
             raise SessionBusy("an answer is still streaming: stop it first")
+        if self._meter is not None and (refusal := self._meter.refusal(request.user)):
+            return ChatNote(len(request.chat.conversation.turns) - 1, "error", refusal)
         endpoint = self._endpoint()
         if endpoint is None:
             return not_ready_note(len(request.chat.conversation.turns) - 1, self._engine_label())
@@ -102,6 +108,7 @@ class ChatRunner:
                 if live.finished is None:
                     yield AnswerUpdate("streaming", request.chat, live.steps(), live.awaiting_approval)
             saved = live.settle(request.chat, self._failure_behind(live))
+            self._record_usage(request.user, live, run)
             if self._hit_rate is not None:  # the lookup may take a while: show the answer first
                 yield AnswerUpdate("answered", saved)
             yield AnswerUpdate("done", self._with_hit_rate(saved, run))
@@ -125,6 +132,14 @@ class ChatRunner:
             if failure or time.monotonic() >= deadline:
                 return failure
             time.sleep(FAILURE_POLL_S)
+
+    def _record_usage(self, user: str | None, live: LiveAnswer, run: AnswerRun) -> None:
+        if self._meter is None:
+            return
+        try:
+            self._meter.record(user, (step.stats for step in live.steps()), run.started_at, run.ended_at)
+        except Exception:  # the usage table must never cost the user the answer
+            log.exception("recording usage failed")
 
     def _with_hit_rate(self, saved: SavedChat, run: AnswerRun) -> SavedChat:
         """The saved answer with its GPU hit rate when the expert monitor knows it."""
