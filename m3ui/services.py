@@ -17,6 +17,8 @@ from launch.run_state import read_run_state
 from launch.settings import LaunchSettings
 from launch.supervisor import EngineState, Supervisor
 from m3ui.access import AccessPolicy
+from m3ui.accounts.meter import AnswerMeter
+from m3ui.accounts.usage import UsageLedger
 from m3ui.admin.last_good import LastGood
 from m3ui.engine_link import EngineLink
 from m3ui.monitor_service import MonitorService
@@ -52,6 +54,17 @@ class AppServices:
         monitor = MonitorService(link)
         monitor.start()
         return cls(data_dir, policy, supervisor, link, ProfileStore(data_dir / "profiles"), monitor, last_good)
+
+    @property
+    def usage(self) -> UsageLedger | None:
+        """Usage per person (None when the app runs without accounts)."""
+        return UsageLedger(self.policy.accounts) if self.policy.accounts is not None else None
+
+    @property
+    def meter(self) -> AnswerMeter | None:
+        """The chat's quota check and usage record (None when the app runs without accounts)."""
+        usage = self.usage
+        return AnswerMeter(usage) if usage is not None else None
 
     def answer_gpu_hit_rate(self, t0: float, t1: float) -> float | None:
         """The chat's per-answer figure (see MonitorService.answer_gpu_hit_rate)."""

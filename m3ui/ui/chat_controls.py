@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import gradio as gr
 
+from m3ui.accounts.meter import AnswerMeter
 from m3ui.chat_session import AnswerHitRate, ChatRunner
 from m3ui.client import THINKING_MODES, EndpointConfig, GenerationSettings, SettingsError, validate_thinking_mode
 from m3ui.engine_link import EngineLink
@@ -55,14 +56,15 @@ def session_key(request: gr.Request | None) -> str:
 
 def chat_runner(services: AppServices) -> ChatRunner:
     """A tab's runner: answers go to the app's engine, one at a time per page and tab."""
-    return link_runner(services.link, services.answer_gpu_hit_rate)
+    return link_runner(services.link, services.answer_gpu_hit_rate, services.meter)
 
 
-def link_runner(link: EngineLink, hit_rate: AnswerHitRate | None = None) -> ChatRunner:
+def link_runner(link: EngineLink, hit_rate: AnswerHitRate | None = None,
+                meter: AnswerMeter | None = None) -> ChatRunner:
     """A runner on the engine `link` follows; an answer the engine's death broke off says what the engine's
     diagnosis says."""
     return ChatRunner(lambda: chat_endpoint(link), lambda: link.status().label, hit_rate,
-                      lambda: link.status().failure)
+                      lambda: link.status().failure, meter)
 
 
 def chat_endpoint(link: EngineLink) -> EndpointConfig | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import gradio as gr
 
@@ -307,6 +307,7 @@ class ToolsController:
         return None
 
     def _answer(self, answer: AnswerRequest, request: gr.Request) -> Iterator[tuple[object, ...]]:
+        answer = replace(answer, user=request.username)  # their quota and usage (m3ui/accounts/meter.py)
         chat = answer.chat
         saved = render(transcript(chat))  # rendered once: only the live answer changes while it streams
         try:

@@ -237,7 +237,7 @@ class ChatController:
 
     def _answer(self, library: ChatLibrary, chat: SavedChat, settings: GenerationSettings, keep_reasoning: bool,
                 request: gr.Request) -> Iterator[tuple[object, ...]]:
-        answer = AnswerRequest(chat, settings, LoopOptions(keep_reasoning=keep_reasoning))
+        answer = AnswerRequest(chat, settings, LoopOptions(keep_reasoning=keep_reasoning), user=request.username)
         saved = render(transcript(chat))  # rendered once: only the live answer changes while it streams
         taken = False  # whether the message box was emptied (the question is saved): later frames leave it alone
         try:
