@@ -67,3 +67,23 @@ def test_workers_join_and_leave_a_serving_fleet(tmp_path: Path, monkeypatch: pyt
                 fleet.remove(outside.url)
     finally:
         fleet.stop()
+
+
+def test_a_router_that_dies_fails_the_fleet_and_stops_every_worker(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    for key, value in FAST_ENV.items():
+        monkeypatch.setenv(key, value)
+    workers = (LaunchedWorker(sim_settings(free_port())), LaunchedWorker(sim_settings(free_port())))
+    fleet = FleetSupervisor(Fleet(RouterSettings(port=free_block(2)), workers, Engine("sim")), tmp_path)
+    fleet.start()
+    try:
+        assert fleet.wait_ready(120), fleet.snapshot()
+        engines = [psutil.Process(fleet.worker_supervisor(i).snapshot().pid) for i in range(2)]
+        router = psutil.Process(fleet.snapshot().router_pid)
+        router.kill()
+        until(lambda: fleet.state is FleetState.FAILED, 30)
+        assert "the router exited with status -9" in fleet.snapshot().detail
+        gone, alive = psutil.wait_procs(engines, timeout=10)
+        assert not alive
+    finally:
+        fleet.stop()
