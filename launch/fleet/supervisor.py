@@ -33,6 +33,7 @@ from launch.fleet.spec import Fleet, LaunchedWorker, Worker
 from launch.fleet.validation import validate_fleet
 from launch.private_files import private_dir
 from launch.restart_policy import RestartPolicy
+from launch.run_folder import new_run_folder
 from launch.supervisor import EngineState, Supervisor
 
 TICK_S = 0.2
@@ -58,7 +59,7 @@ class WorkerStatus:
     detail: str
     in_router: bool
     healthy: bool  # as the router sees it
-    load: int  # as the router last read it (its /get_load); -1 unknown
+    load: int  # the router's count of its requests in flight there; -1: not in the router
     outages: int  # times it was taken out of the router (died, or restarting)
 
 
@@ -99,8 +100,7 @@ class FleetSupervisor:
         with self._lock:
             if self._state not in (FleetState.STOPPED, FleetState.FAILED):
                 raise RuntimeError(f"the fleet is already {self._state.value}")
-            stamp = time.strftime("%Y%m%d-%H%M%S")
-            self._run_dir = run_dir = private_dir(self.run_root / FLEETS_DIR / stamp)
+            self._run_dir = run_dir = new_run_folder(private_dir(self.run_root / FLEETS_DIR))
             self._state, self._detail, self._stop = FleetState.STARTING, "starting workers", threading.Event()
             self._engines, self._router, self._listed, self._launched = {}, None, {}, 0
             try:
@@ -313,3 +313,4 @@ class FleetSupervisor:
             remove_worker(self.fleet.router.url, entry)
         if engine is not None:
             engine.close(STOP_GRACE_S)
+
