@@ -67,7 +67,7 @@ def open_chat(page, url: str) -> None:
     page.goto(url)
     page.wait_for_selector("#m3-message textarea")
     wait_engine_ready(page)
-    page.wait_for_selector("#m3-chat-list label")  # the page's chats have loaded from the browser
+    page.wait_for_selector("#m3-chat-list label", state="attached")  # the page's chats have loaded from the browser
 
 
 def wait_engine_ready(page) -> None:

@@ -138,16 +138,19 @@
     if (target.closest("#m3-chat-list input") || !target.closest("#m3-sidebar")) toggleDrawer(false);
   });
 
+  let lastTry = 0;
   setInterval(() => {
+    const box = $("#m3-message textarea");
+    if (queued && (!box || !box.value.trim())) showQueued(false); // sent (the box empties) or cleared by hand
     if (streaming()) return;
     if (syncWanted && $("#m3-chat-sync")) {
       syncWanted = false;
       $("#m3-chat-sync").click();
     }
-    if (queued) {
-      showQueued(false);
-      const box = $("#m3-message textarea");
-      if (box && box.value.trim()) $("#m3-send").click();
+    // Gradio ignores a Send while the last answer's event is still closing: try again until it is taken.
+    if (queued && Date.now() - lastTry > 1000) {
+      lastTry = Date.now();
+      $("#m3-send").click();
     }
   }, 300);
 
