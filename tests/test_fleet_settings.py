@@ -32,6 +32,7 @@ def test_replicated_real_engines_get_distinct_ports_gpus_and_numa_nodes_on_loopb
     assert ports == [31010, 31011, 31012]
     assert [w.gpus for w in fleet.workers] == [(0, 1), (2, 3), (4, 5)]
     assert [w.settings.kt_numa_nodes for w in fleet.workers] == [(0, 1), (2, 3), (4, 5)]
+    assert {w.settings.kt_cpuinfer for w in fleet.workers} == {single_gpu().kt_cpuinfer // 3}
     assert {w.settings.host for w in fleet.workers} == {"127.0.0.1"}
     assert checks(fleet) == set()
     envs = [dict(worker_commands(w, SGLANG)[0].command.env) for w in fleet.workers]
@@ -195,3 +196,11 @@ def test_a_simulated_fleet_file_without_a_model_uses_the_bundled_m3_config(tmp_p
                                              "workers": [{"port": 31010}]}))
     (worker,) = fleet.workers
     assert worker.settings.model_path == worker.settings.kt_weight_path == str(BUNDLED_M3_CONFIG.parent)
+
+
+def test_kt_workers_that_oversubscribe_the_hosts_cores_are_warned_about() -> None:
+    both = tuple(LaunchedWorker(single_gpu().replace(port=p, kt_cpuinfer=60)) for p in (30010, 30011))
+    (finding,) = validate_fleet(Fleet(RouterSettings(), both), physical_cores=64)
+    assert (finding.level, finding.check) == ("warning", "cpu_share") and "120 CPU-expert threads" in finding.message
+    assert validate_fleet(Fleet(RouterSettings(), both), physical_cores=128) == []
+    assert validate_fleet(Fleet(RouterSettings(), both)) == []  # cores unknown: nothing to say

@@ -96,12 +96,14 @@ def _cmd_command(args: argparse.Namespace, resolve: Resolve) -> int:
 
 def preflight(fleet: Fleet) -> list[Finding]:
     """Every check before `serve` starts anything: the fleet's own, each local worker's, and the router's ports."""
+    from launch.hardware import detect_hardware
     from launch.preflight import check_port, plan_launch
 
-    findings = validate_fleet(fleet)
+    report = detect_hardware(fleet.engine.python) if fleet.engine.kind == "sglang" and fleet.local_workers else None
+    findings = validate_fleet(fleet, report.cpu.physical_cores if report else None)
     for i, worker in enumerate(fleet.workers, 1):
         if worker in fleet.local_workers:
-            plan = plan_launch(worker.settings, worker.engine(fleet.engine))
+            plan = plan_launch(worker.settings, worker.engine(fleet.engine), report=report)
             findings += [Finding(f.level, f"workers[{i}].{f.field}" if f.field else f"workers[{i}]", f.message, f.fix,
                                  f.changes, f.check) for f in plan.findings]
     router = fleet.router

@@ -83,7 +83,7 @@ def replicate(base: LaunchSettings, count: int, router: RouterSettings, engine: 
               first_port: int | None = None) -> Fleet:
     """`count` engines on this host from one settings, on loopback: distinct ports (from the router's port + 10 unless
     `first_port`), and for the real engine distinct GPUs (tp_size each) and, with KT active, distinct NUMA
-    nodes (kt_threadpool_count each)."""
+    nodes (kt_threadpool_count each) and an equal share of the CPU-expert threads (kt_cpuinfer / count)."""
     start = first_port if first_port is not None else router.port + 10
     workers = []
     for i in range(count):
@@ -94,5 +94,7 @@ def replicate(base: LaunchSettings, count: int, router: RouterSettings, engine: 
             if base.kt_weight_path:
                 pools = base.kt_threadpool_count or 1
                 settings = settings.replace(kt_numa_nodes=tuple(range(i * pools, (i + 1) * pools)))
+                if base.kt_cpuinfer:  # the host's cores are shared out like its NUMA nodes
+                    settings = settings.replace(kt_cpuinfer=max(pools, base.kt_cpuinfer // count))
         workers.append(LaunchedWorker(settings, gpus=gpus))
     return Fleet(router, tuple(workers), engine)

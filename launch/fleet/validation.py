@@ -25,9 +25,18 @@ def _err(field: str, message: str, fix: str | None = None, check: str = "") -> F
 SAME_EVERYWHERE = ("model_path", "tool_call_parser", "reasoning_parser")
 
 
-def validate_fleet(fleet: Fleet) -> list[Finding]:
+def validate_fleet(fleet: Fleet, physical_cores: int | None = None) -> list[Finding]:
+    """Every fleet-wide check; `physical_cores` (this host's, when known) checks the CPU-expert threads."""
     return [*_check_workers(fleet), *_check_agreement(fleet), *_check_ports(fleet), *_check_devices(fleet),
-            *_check_policy(fleet)]
+            *_check_policy(fleet), *_check_cpu_share(fleet, physical_cores)]
+
+
+def _check_cpu_share(fleet: Fleet, physical_cores: int | None) -> Iterator[Finding]:
+    threads = [w.settings.kt_cpuinfer or 0 for w in fleet.local_workers if w.settings.kt_weight_path]
+    if physical_cores and len(threads) > 1 and sum(threads) > physical_cores:
+        yield Finding("warning", "workers", f"the {len(threads)} KT workers on this host run {sum(threads)} "
+                      f"CPU-expert threads on {physical_cores} physical cores: they slow each other down",
+                      f"give each about {physical_cores // len(threads)} (kt_cpuinfer)", check="cpu_share")
 
 
 def _check_agreement(fleet: Fleet) -> Iterator[Finding]:
