@@ -14,6 +14,7 @@ import gradio as gr
 
 from m3ui.owned_temp_dir import owned_temp_dir
 from m3ui.services import AppServices
+from m3ui.ui.account_view import build_account_tab
 from m3ui.ui.admin.view import build_admin_app
 from m3ui.ui.chat_view import build_chat_tab
 from m3ui.ui.gradio_sessions import GradioSessions
@@ -48,6 +49,9 @@ def build_main_app(services: AppServices) -> gr.Blocks:
                 build_tools_tab(services)
             with gr.Tab("Monitor", id="monitor"):
                 build_monitor_tab(services)
+            if services.policy.chat_login:
+                with gr.Tab("Account", id="account") as account_tab:
+                    build_account_tab(services, account_tab)
     # Gradio serializes each listener by default; a chat app must serve its users at once.
     demo.queue(default_concurrency_limit=None)
     return demo

@@ -1,0 +1,67 @@
+"""The Account tab (shown when the chat asks for a login): who is signed in, sign-out (this device or everywhere),
+the person's own usage per day and quota, and changing one's own password.
+
+Every handler takes the person from the request's login (Gradio's `request.username`), never from an input: no
+value a client sends can make it show or change another account.
+"""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from m3ui.accounts import AccountError
+from m3ui.services import AppServices
+from m3ui.ui.monitor.format import esc
+from m3ui.ui.usage_table import usage_table
+
+OWN_DAYS = 60
+SIGN_OUT = ('<a class="m3-sign-out" id="m3-sign-out" href="logout?all_session=false">Sign out</a> · '
+            '<a class="m3-sign-out" id="m3-sign-out-all" href="logout">Sign out on every device</a>')
+
+
+class AccountTab:
+    def __init__(self, services: AppServices) -> None:
+        self.policy, self.usage = services.policy, services.usage
+
+    def me(self, request: gr.Request) -> tuple[str, str]:
+        user = self.policy.signed_in_user(request.username if request else None)
+        if user is None or self.usage is None:
+            name = esc(request.username or "") if request else ""
+            return f'<div class="m3-account">Signed in as <b>{name}</b> (no account: nothing is counted). ' \
+                   f"{SIGN_OUT}</div>", ""
+        who = f'<div class="m3-account">Signed in as <b>{esc(user.name)}</b> ({esc(user.role)}). {SIGN_OUT}</div>'
+        return who, usage_table(self.usage.days(user.name, OWN_DAYS), with_user=False,
+                                quota=self.usage.quota_of(user))
+
+    def change_password(self, current: str, new: str, again: str, request: gr.Request) -> tuple[str, str, str]:
+        user = self.policy.signed_in_user(request.username if request else None)
+        accounts = self.policy.accounts
+        if user is None or accounts is None:
+            raise gr.Error("Only an account's password can be changed here.", title="Not changed")
+        if not accounts.password_matches(user.name, current or ""):
+            raise gr.Error("The current password is not right.", title="Not changed")
+        if (new or "") != (again or ""):
+            raise gr.Error("The two new passwords differ.", title="Not changed")
+        try:
+            accounts.set_password(user.name, new or "")
+        except AccountError as exc:
+            raise gr.Error(str(exc), title="Not changed") from None
+        gr.Info("Password changed.")
+        return "", "", ""
+
+
+def build_account_tab(services: AppServices, shown: gr.Tab) -> None:
+    """The tab's content; filled each time `shown` (its gr.Tab) is selected."""
+    tab = AccountTab(services)
+    who = gr.HTML(elem_id="m3-account-who")
+    gr.HTML('<div class="m3-account-title">Your usage per day (UTC)</div>')
+    usage = gr.HTML(elem_id="m3-account-usage")
+    refresh = gr.Button("Refresh", size="sm", elem_id="m3-account-refresh")
+    with gr.Accordion("Change your password", open=False):
+        current = gr.Textbox(label="Current password", type="password", max_length=1024)
+        new = gr.Textbox(label="New password (8+ characters)", type="password", max_length=1024)
+        again = gr.Textbox(label="New password again", type="password", max_length=1024)
+        change = gr.Button("Change password", elem_id="m3-account-change-password")
+    gr.on([shown.select, refresh.click], tab.me, None, [who, usage], api_visibility="private",
+          show_progress="hidden")
+    change.click(tab.change_password, [current, new, again], [current, new, again], api_visibility="private")
