@@ -75,7 +75,9 @@ def build_asgi_app(services: AppServices) -> fastapi.FastAPI:
         mounts.append(gradio_mount(app, ADMIN_PATH, "admin", admin))
     main = build_main_app(services)
     chat_auth = policy.check_chat_login if policy.chat_login else None
-    gr.mount_gradio_app(app, main, path="", css=css, head=head, auth=chat_auth, blocked_paths=admin_files)
+    gr.mount_gradio_app(app, main, path="", css=css, head=head, auth=chat_auth, blocked_paths=admin_files,
+                        auth_message="Sign in with your m3ui account. No account? Create one at /signup when the "
+                        "admin allows sign-up, or ask the admin.")
     mounts.append(gradio_mount(app, "", "chat", main))
     app.add_middleware(EarlyHead, snippet=page_head(EARLY_JS_DIR))
     install_guards(app, policy, tuple(mounts))

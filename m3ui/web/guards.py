@@ -1,6 +1,6 @@
 """Puts the guards around the ASGI app that mounts both Gradio apps, outermost first:
-Host allow-list → Origin check → admin token (passwordless admin only) → login throttle → sessions checked
-against the accounts → call checks."""
+Host allow-list → Origin check → admin token (passwordless admin only) → login throttle → the sign-up page →
+sessions checked against the accounts → call checks."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from m3ui.web.login_guard import LoginGuard
 from m3ui.web.mounts import GradioMount
 from m3ui.web.origin_guard import OriginGuard
 from m3ui.web.session_guard import SessionGuard
+from m3ui.web.signup import SignupRoute
 
 
 def install_guards(app: Starlette, policy: AccessPolicy, mounts: tuple[GradioMount, ...]) -> None:
@@ -22,6 +23,8 @@ def install_guards(app: Starlette, policy: AccessPolicy, mounts: tuple[GradioMou
     app.add_middleware(ApiGuard, mounts=mounts)
     app.add_middleware(SessionGuard, mounts=mounts, check=policy.session_valid, max_age_s=policy.session_max_age_s)
     app.add_middleware(LoginGuard, mounts={m.prefix: m.name for m in mounts})
+    if policy.accounts is not None:
+        app.add_middleware(SignupRoute, accounts=policy.accounts)
     admin = next((mount for mount in mounts if mount.name == "admin"), None)
     if admin is not None and policy.admin_open_locally:
         app.add_middleware(AdminTokenGuard, token=policy.admin_token, prefix=admin.prefix)
