@@ -17,11 +17,11 @@ from __future__ import annotations
 import argparse
 import getpass
 import sys
-import time
 from pathlib import Path
 
 from m3ui.accounts import AccountError, AccountStore
 from m3ui.accounts.store import ROLES
+from m3ui.accounts.usage import local_time, parse_quota
 from m3ui.data_dir import default_data_dir
 
 
@@ -37,24 +37,12 @@ def read_password(prompt: str = "Password: ") -> str:
     return line.rstrip("\r\n")
 
 
-def parse_quota(text: str) -> int | None:
-    if text.lower() == "none":
-        return None
-    if not text.isdigit():
-        raise AccountError(f"quota {text!r}: give a whole number of tokens per day, or none")
-    return int(text)
-
-
-def _when(at: float | None) -> str:
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(at)) if at else "never"
-
-
 def list_users(store: AccountStore) -> str:
     rows = [f"{'name':24} {'role':6} {'state':9} {'quota/day':>10} {'created':16} last login"]
     for user in store.list():
         quota = "-" if user.daily_token_quota is None else str(user.daily_token_quota)
         rows.append(f"{user.name:24} {user.role:6} {'enabled' if user.enabled else 'disabled':9} {quota:>10} "
-                    f"{_when(user.created_at):16} {_when(user.last_login_at)}")
+                    f"{local_time(user.created_at):16} {local_time(user.last_login_at)}")
     rows.append(f"sign-up: {'on' if store.signup_enabled else 'off'}")
     return "\n".join(rows)
 

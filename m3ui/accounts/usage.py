@@ -15,6 +15,21 @@ from m3ui.accounts.store import AccountError, AccountStore, Role, User, check_ro
 ROLE_QUOTA_KEY = "quota.{role}"
 
 
+def parse_quota(text: str | None) -> int | None:
+    """A daily token quota as typed (CLI, admin form): empty or "none" is no quota, else a whole number."""
+    text = (text or "").strip().replace(",", "").replace("_", "")
+    if not text or text.lower() == "none":
+        return None
+    if not text.isdigit():
+        raise AccountError(f"quota {text[:20]!r}: give a whole number of tokens per day, or none")
+    return int(text)
+
+
+def local_time(at: float | None) -> str:
+    """A created/last-login time as the tables show it."""
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(at)) if at else "never"
+
+
 def utc_day(at: float | None = None) -> str:
     return datetime.fromtimestamp(time.time() if at is None else at, UTC).strftime("%Y-%m-%d")
 

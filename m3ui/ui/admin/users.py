@@ -7,7 +7,6 @@ Changes reach signed-in people at once: a disabled or demoted account loses its 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -15,7 +14,7 @@ import gradio as gr
 
 from m3ui.accounts import AccountError, AccountStore
 from m3ui.accounts.store import ROLES
-from m3ui.accounts.usage import UsageLedger
+from m3ui.accounts.usage import UsageLedger, local_time, parse_quota
 from m3ui.admin.console import Outcome
 from m3ui.ui.admin.guard import AdminGuard
 from m3ui.ui.admin.markup import outcome_html
@@ -94,26 +93,12 @@ def build_users_panel() -> UsersPanel:
                       save_settings, usage, refresh)
 
 
-def read_quota(text: str | None) -> int | None:
-    """A quota field: empty is none, else a whole number of tokens."""
-    text = (text or "").strip().replace(",", "").replace("_", "")
-    if not text:
-        return None
-    if not text.isdigit():
-        raise AccountError(f"quota {text[:20]!r}: give a whole number of tokens per day, or leave it empty")
-    return int(text)
-
-
-def _when(at: float | None) -> str:
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(at)) if at else "never"
-
-
 def users_table(store: AccountStore) -> str:
     rows = "".join(
         f'<tr data-user="{esc(u.name)}"><td>{esc(u.name)}</td><td>{esc(u.role)}</td>'
         f'<td>{"enabled" if u.enabled else "<b>disabled</b>"}</td>'
         f'<td>{"" if u.daily_token_quota is None else f"{u.daily_token_quota:,}"}</td>'
-        f"<td>{_when(u.created_at)}</td><td>{_when(u.last_login_at)}</td></tr>" for u in store.list())
+        f"<td>{local_time(u.created_at)}</td><td>{local_time(u.last_login_at)}</td></tr>" for u in store.list())
     if not rows:
         return ('<div class="m3a-dim">No accounts yet: add one below (the chat asks for a login once accounts exist '
                 "at the next start).</div>")
@@ -160,13 +145,13 @@ class UsersEvents:
 
     def set_quota(self, name: str | None, quota: str) -> list[object]:
         def change() -> str:
-            user = self._store.set_quota(name or "", read_quota(quota))
+            user = self._store.set_quota(name or "", parse_quota(quota))
             return f"{user.name}: daily token quota {'of its role' if user.daily_token_quota is None else quota}."
         return self.act("Not changed", change)
 
     def save_settings(self, signup: bool, quota_user: str, quota_admin: str) -> list[object]:
         def change() -> str:
-            quotas = [read_quota(quota_user), read_quota(quota_admin)]  # both read before either is saved
+            quotas = [parse_quota(quota_user), parse_quota(quota_admin)]  # both read before either is saved
             assert self.usage is not None
             for role, quota in zip(ROLES, quotas, strict=True):
                 self.usage.set_role_quota(role, quota)
