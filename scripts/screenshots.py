@@ -15,6 +15,7 @@ import os
 import re
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,18 +88,34 @@ def take_tools(page) -> bytes:
 
 
 def take_monitor(page) -> bytes:
+    """Taken while two clients chat with the engine, so that the figures are live ones."""
     page.get_by_role("tab", name="Monitor").click()
     page.wait_for_selector('#m3-mon-headline [data-engine-state="ok"]')
     engine = re.search(r"at (http://127\.0\.0\.1:\d+)", page.inner_text("#m3-mon-headline"))
     if engine is None:
         raise RuntimeError(f"no engine URL in the Monitor's headline: {page.inner_text('#m3-mon-headline')}")
-    for topic in ("write a poem about the sea", "explain how tides work", "list the planets"):
-        chat(engine.group(1), topic, max_tokens=80)  # traffic for the heatmap and the charts
-    page.wait_for_function(f"(document.querySelector('{HEATMAP}')?.dataset.activations ?? 0) > 0")
-    for chart in ("throughput", "requests"):
-        page.wait_for_selector(f"#m3-mon-{chart} canvas, #m3-mon-{chart} svg")
-    settle(page)
-    return page.screenshot()
+    done = threading.Event()
+
+    def keep_chatting(topic: str) -> None:
+        while not done.is_set():
+            chat(engine.group(1), topic, max_tokens=200)
+
+    clients = [threading.Thread(target=keep_chatting, args=(topic,), daemon=True)
+               for topic in ("write a poem about the sea", "explain how tides work")]
+    for client in clients:
+        client.start()
+    try:
+        page.wait_for_function(f"(document.querySelector('{HEATMAP}')?.dataset.activations ?? 0) > 0")
+        page.wait_for_function(r"/GENERATION\s+[1-9][\d.]* tok\/s/i.test("
+                               "document.querySelector('#m3-mon-headline').innerText)")
+        for chart in ("throughput", "requests"):
+            page.wait_for_selector(f"#m3-mon-{chart} canvas, #m3-mon-{chart} svg")
+        settle(page)
+        return page.screenshot()
+    finally:
+        done.set()
+        for client in clients:
+            client.join(60)
 
 
 def take_admin(page, admin_url: str) -> bytes:
