@@ -27,4 +27,15 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (user_id, day)
         )""",
     ),
+    (  # 3: chats kept on the server, per user, each with a revision counted up by every save
+        """CREATE TABLE chats (
+            user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+            id TEXT NOT NULL,
+            revision INTEGER NOT NULL,
+            title TEXT NOT NULL,
+            record TEXT NOT NULL,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (user_id, id)
+        )""",
+    ),
 )
