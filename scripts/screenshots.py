@@ -15,7 +15,6 @@ import os
 import re
 import sys
 import tempfile
-import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,7 +26,7 @@ from PIL import Image  # noqa: E402
 
 from tests.app_process import running_app  # noqa: E402
 from tests.browser import CHROMIUM, chromium_page  # noqa: E402
-from tests.monitor_sims import chat  # noqa: E402
+from tests.monitor_sims import chatting  # noqa: E402
 
 DESKTOP = (1440, 900)
 PHONE = (390, 844)
@@ -94,17 +93,7 @@ def take_monitor(page) -> bytes:
     engine = re.search(r"at (http://127\.0\.0\.1:\d+)", page.inner_text("#m3-mon-headline"))
     if engine is None:
         raise RuntimeError(f"no engine URL in the Monitor's headline: {page.inner_text('#m3-mon-headline')}")
-    done = threading.Event()
-
-    def keep_chatting(topic: str) -> None:
-        while not done.is_set():
-            chat(engine.group(1), topic, max_tokens=200)
-
-    clients = [threading.Thread(target=keep_chatting, args=(topic,), daemon=True)
-               for topic in ("write a poem about the sea", "explain how tides work")]
-    for client in clients:
-        client.start()
-    try:
+    with chatting(engine.group(1), max_tokens=200):
         page.wait_for_function(f"(document.querySelector('{HEATMAP}')?.dataset.activations ?? 0) > 0")
         page.wait_for_function(r"/GENERATION\s+[1-9][\d.]* tok\/s/i.test("
                                "document.querySelector('#m3-mon-headline').innerText)")
@@ -112,10 +101,6 @@ def take_monitor(page) -> bytes:
             page.wait_for_selector(f"#m3-mon-{chart} canvas, #m3-mon-{chart} svg")
         settle(page)
         return page.screenshot()
-    finally:
-        done.set()
-        for client in clients:
-            client.join(60)
 
 
 def take_admin(page, admin_url: str) -> bytes:

@@ -3,6 +3,7 @@ when read by real torch (independently of m3ui's own reader)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -40,6 +41,27 @@ def chat(url: str, text: str = "write a poem about the sea", max_tokens: int = 2
     body = {"model": "m", "messages": [{"role": "user", "content": text}], "max_tokens": max_tokens}
     response = httpx.post(f"{url}/v1/chat/completions", json=body, headers=headers, timeout=30, trust_env=False)
     response.raise_for_status()
+
+
+@contextmanager
+def chatting(url: str, max_tokens: int = 60) -> Iterator[None]:
+    """Two users chatting with the engine at `url` for as long as the block runs."""
+    stop = threading.Event()
+
+    def keep_chatting(topic: str) -> None:
+        while not stop.is_set():
+            chat(url, topic, max_tokens=max_tokens)
+
+    users = [threading.Thread(target=keep_chatting, args=(topic,), daemon=True)
+             for topic in ("write a poem about the sea", "explain how tides work")]
+    for user in users:
+        user.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        for user in users:
+            user.join(30)
 
 
 def alive(sim: SimProcess) -> bool:

@@ -4,14 +4,13 @@ expert heatmap and the figures update while the engine serves chats, and a hidde
 from __future__ import annotations
 
 import re
-import threading
 import time
 
 import pytest
 
 from tests.app_process import running_app
 from tests.browser import chromium_page
-from tests.monitor_sims import chat
+from tests.monitor_sims import chatting
 
 pytestmark = pytest.mark.browser
 UI_TIMEOUT_MS = 30_000
@@ -40,20 +39,8 @@ def chats(page):
     """Two users chatting with the engine the app started, for as long as the test runs."""
     match = re.search(r"at (http://127\.0\.0\.1:\d+)", page.inner_text("#m3-mon-headline"))
     assert match, page.inner_text("#m3-mon-headline")
-    stop = threading.Event()
-
-    def keep_chatting(topic: str) -> None:
-        while not stop.is_set():
-            chat(match.group(1), topic, max_tokens=60)
-
-    users = [threading.Thread(target=keep_chatting, args=(topic,), daemon=True)
-             for topic in ("write a poem about the sea", "explain how tides work")]
-    for user in users:
-        user.start()
-    yield
-    stop.set()
-    for user in users:
-        user.join(30)
+    with chatting(match.group(1)):
+        yield
 
 
 def _activations(page) -> int:
