@@ -35,6 +35,8 @@ class SqliteDb:
         self._lock = threading.RLock()
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA foreign_keys=ON")
+        # WAL with NORMAL sync: a crash of the app loses nothing; only a power cut may lose the last commits
+        self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         self._migrate()
         for side_file in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
