@@ -162,7 +162,9 @@ def _wire(ui: ChatTabUI, chat: ChatController) -> None:
     view = ui.view
     # Streaming listeners: no concurrency limit, whatever the app's queue default (Gradio's is 1 per listener).
     streaming = {"concurrency_limit": None, "show_progress": "hidden"}
-    quick = {"queue": False, "show_progress": "hidden"}
+    # The library's own actions take turns (they are quick): a sync computed from the library as it was before a
+    # concurrent switch or rename would otherwise undo it on the page.
+    quick = {"concurrency_id": "chat-library", "concurrency_limit": 1, "show_progress": "hidden"}
     settings = ui.settings
     gr.on([ui.message.submit, ui.send.click], chat.send, [ui.message, ui.library, *settings], view, **streaming)
     gr.on([ui.regenerate.click, ui.chatbot.retry], chat.regenerate, [ui.library, *settings], view, **streaming)
