@@ -133,3 +133,29 @@ def test_an_admin_handler_refuses_a_user_session(app):
         assert login(c, "", *BOB) == 200
         call = c.post("/admin/gradio_api/call/admin_stop", json={"data": []})
         assert call.status_code in (401, 403, 404)
+
+
+def test_password_checks_do_not_stall_other_requests(app):
+    """scrypt takes ~0.1 s of CPU per login: run on the event loop, 8 logins at once would hold every other
+    request (and every streaming answer) for their sum."""
+    import threading
+
+    def sign_in() -> None:
+        with client(app) as c:
+            assert login(c, "", *BOB) == 200
+
+    with client(app) as probe:
+        probe.get("/gradio_api/login_check")
+        logins = [threading.Thread(target=sign_in) for _ in range(8)]
+        start = time.monotonic()
+        for thread in logins:
+            thread.start()
+        waits = []
+        while any(thread.is_alive() for thread in logins):
+            sent = time.monotonic()
+            probe.get("/gradio_api/login_check")
+            waits.append(time.monotonic() - sent)
+        took = time.monotonic() - start
+        for thread in logins:
+            thread.join()
+    assert max(waits) < took / 2, f"a request waited {max(waits):.2f} s while 8 logins took {took:.2f} s"

@@ -7,6 +7,8 @@ or exports is reachable through the main app; each admin handler checks the user
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import fastapi
@@ -70,11 +72,11 @@ def build_asgi_app(services: AppServices) -> fastapi.FastAPI:
         admin.queue(default_concurrency_limit=None)
         admin_files.append(private_file_cache(app, admin))
         gr.mount_gradio_app(app, admin, path=ADMIN_PATH, css=css, head=head, allowed_paths=admin_files,
-                            auth=policy.check_admin_login if policy.admin_login else None,
+                            auth=off_the_loop(policy.check_admin_login) if policy.admin_login else None,
                             auth_message="m3ui admin: log in as 'admin' or with an admin account")
         mounts.append(gradio_mount(app, ADMIN_PATH, "admin", admin))
     main = build_main_app(services)
-    chat_auth = policy.check_chat_login if policy.chat_login else None
+    chat_auth = off_the_loop(policy.check_chat_login) if policy.chat_login else None
     gr.mount_gradio_app(app, main, path="", css=css, head=head, auth=chat_auth, blocked_paths=admin_files,
                         auth_message="Sign in with your m3ui account. No account? Create one at /signup when the "
                         "admin allows sign-up, or ask the admin.")
@@ -92,6 +94,16 @@ def private_file_cache(app: fastapi.FastAPI, blocks: gr.Blocks) -> str:
     for block in (blocks, *blocks.blocks.values()):
         block.GRADIO_CACHE = folder.name
     return folder.name
+
+
+def off_the_loop(check: Callable[[str, str], bool]) -> Callable[[str, str], Awaitable[bool]]:
+    """An auth callable Gradio awaits: a password check (scrypt, ~0.1 s of CPU) runs in a worker thread, so a
+    login never stalls the answers streaming to everyone else."""
+
+    async def auth(username: str, password: str) -> bool:
+        return await asyncio.to_thread(check, username, password)
+
+    return auth
 
 
 def gradio_mount(app: fastapi.FastAPI, path: str, name: str, blocks: gr.Blocks) -> GradioMount:
