@@ -6,7 +6,7 @@ them through this class, so that the guards never import Gradio."""
 from __future__ import annotations
 
 import fastapi
-from starlette.requests import Request
+from starlette.requests import HTTPConnection
 from starlette.routing import Mount
 from starlette.types import Scope
 
@@ -20,7 +20,7 @@ class GradioSessions:
         return self.served.auth is not None
 
     def token(self, scope: Scope) -> str | None:
-        cookies = Request(scope).cookies
+        cookies = HTTPConnection(scope).cookies  # http or websocket
         cookie_id = self.served.cookie_id
         return cookies.get(f"access-token-{cookie_id}") or cookies.get(f"access-token-unsecure-{cookie_id}")
 
