@@ -37,6 +37,8 @@ from launch.run_folder import new_run_folder
 from launch.supervisor import EngineState, Supervisor
 
 TICK_S = 0.2
+ROUTER_POLL_S = 5.0
+ADD_PATIENCE_S = 10.0  # a worker added to the router and not yet listed is added again after this
 STOP_GRACE_S = 5.0
 # Workers are restarted soon and often: the others carry the load meanwhile.
 HEALING = RestartPolicy(enabled=True, max_attempts=5, window_s=600.0, first_delay_s=1.0, max_delay_s=30.0)
@@ -90,6 +92,9 @@ class FleetSupervisor:
         self._router: RouterProcess | None = None
         self._listed: dict[str, RouterWorker] = {}
         self._outages: dict[str, int] = {}
+        self._ready_seen: dict[str, bool] = {}  # each launched worker's readiness at the last look at the router
+        self._next_poll = 0.0
+        self._adding: dict[str, float] = {}  # worker URL -> when an addition still unlisted may be repeated
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -103,6 +108,7 @@ class FleetSupervisor:
             self._run_dir = run_dir = new_run_folder(private_dir(self.run_root / FLEETS_DIR))
             self._state, self._detail, self._stop = FleetState.STARTING, "starting workers", threading.Event()
             self._engines, self._router, self._listed, self._launched = {}, None, {}, 0
+            self._ready_seen, self._next_poll, self._adding = {}, 0.0, {}
             try:
                 for worker in self.fleet.local_workers:
                     self._launch(worker)
@@ -181,21 +187,31 @@ class FleetSupervisor:
         return True
 
     def _tick_serving(self) -> bool:
-        """With the router: keep its worker list true and the fleet's state current. False once failed."""
+        """With the router: keep its worker list true and the fleet's state current. False once failed.
+        The router logs every request it serves, so it is asked only when a worker's readiness changed, while
+        a change is under way, or every ROUTER_POLL_S."""
         assert self._router is not None
         if not self._router.alive():
             tail = " | ".join(self._router.log_tail(3))
             self._fail(f"the router exited with status {self._router.exit_code}: {tail}")
             return False
+        ready = {url: engine.state is EngineState.READY for url, engine in list(self._engines.items())}
+        now = time.monotonic()
+        serving = self._state in (FleetState.READY, FleetState.DEGRADED)
+        if serving and ready == self._ready_seen and now < self._next_poll:
+            return True
+        self._ready_seen, self._next_poll = ready, now + ROUTER_POLL_S
         url = self.fleet.router.url
-        if not router_healthy(url):
+        if not serving and not router_healthy(url):
             self._set_detail("waiting for the router's /health")
             return True
         try:
             listed = {w.url: w for w in list_workers(url)}
-            self._reconcile(url, listed)
+            if self._reconcile(url, listed, ready):
+                self._next_poll = now  # the router queues additions and removals: see them land
         except RouterApiError as exc:
             self._set_detail(f"router API: {exc}")
+            self._next_poll = now
             return True
         with self._lock:
             self._listed = listed
@@ -203,24 +219,35 @@ class FleetSupervisor:
             total = len(self.fleet.worker_urls)
             if self._state is FleetState.STARTING and healthy < total:
                 self._detail = f"router up; {healthy} of {total} workers registered and healthy"
+                self._next_poll = now
             elif self._state not in (FleetState.STOPPING, FleetState.STOPPED):
                 self._state = FleetState.READY if healthy == total else FleetState.DEGRADED
-                self._detail = (f"serving on {url} with {healthy} of {total} workers")
+                self._detail = f"serving on {url} with {healthy} of {total} workers"
             self._changed.notify_all()
         return True
 
-    def _reconcile(self, router_url: str, listed: dict[str, RouterWorker]) -> None:
-        """Only a ready engine is in the router; one that died is taken out at once and put back once ready."""
-        for url, engine in list(self._engines.items()):
-            ready = engine.state is EngineState.READY
+    def _reconcile(self, router_url: str, listed: dict[str, RouterWorker], ready: dict[str, bool]) -> bool:
+        """Only a ready engine is in the router; one that died is taken out at once and put back once ready.
+        True while a change is under way."""
+        busy = False
+        now = time.monotonic()
+        for url, is_ready in ready.items():
             entry = listed.get(url)
-            if entry is not None and not ready:
+            if entry is not None:
+                self._adding.pop(url, None)
+            if entry is not None and not is_ready:
                 remove_worker(router_url, entry)
                 listed.pop(url)
                 with self._lock:
                     self._outages[url] = self._outages.get(url, 0) + 1
-            elif entry is None and ready and self._state is not FleetState.STARTING and url in self._engines:
-                add_worker(router_url, url)  # (checked again: remove() may have just dropped it)
+            elif entry is None and is_ready and self._state is not FleetState.STARTING:
+                busy = True
+                # Checked again (remove() may have just dropped it); and an addition in the router's queue is not
+                # repeated until it had time to land.
+                if url in self._engines and now >= self._adding.get(url, 0.0):
+                    add_worker(router_url, url)
+                    self._adding[url] = now + ADD_PATIENCE_S
+        return busy
 
     def _fail(self, why: str) -> None:
         with self._lock:
@@ -292,6 +319,7 @@ class FleetSupervisor:
             if errors:
                 raise ValueError("; ".join(f.message for f in errors))
             self.fleet = grown
+            self._next_poll = 0.0  # the fleet's state counts it from the next look at the router
             if isinstance(worker, LaunchedWorker):
                 self._launch(worker)
             else:
@@ -307,6 +335,7 @@ class FleetSupervisor:
             if not kept:
                 raise ValueError("the last worker cannot be removed: stop the fleet instead")
             self.fleet = replace(self.fleet, workers=kept)
+            self._next_poll = 0.0
             engine = self._engines.pop(url, None)
             entry = self._listed.pop(url, None)
         if entry is not None and self._router is not None:
