@@ -246,10 +246,11 @@ def test_edit_an_earlier_question_resends_from_there_and_undo_restores_the_old_a
     page.locator("#m3-chatbot").get_by_label("Edit").first.click(timeout=FEATURE_TIMEOUT_MS)
     page.locator("#m3-chatbot textarea").first.fill("What is 5 + 5?")
     page.locator("#m3-chatbot").get_by_label("Submit").first.click()
-    page.wait_for_selector("#m3-send", state="visible")
-    page.wait_for_function("document.querySelector('#m3-chatbot').innerText.includes('10')")
+    page.wait_for_function("!document.querySelector('#m3-chatbot').innerText.includes('3 + 3')", polling=POLL_MS)
+    wait_answered(page)
+    page.wait_for_function("document.querySelector('#m3-chatbot').innerText.includes('TTFT')", polling=POLL_MS)
     chat = page.inner_text("#m3-chatbot")
-    assert "3 + 3" not in chat and "2 + 2" not in chat
+    assert "5 + 5" in chat and "10" in chat and "3 + 3" not in chat and "2 + 2" not in chat
     assert "answers after it are replaced" in page.inner_text(".m3-chat-hint")
     page.click("#m3-undo")
     page.wait_for_function("document.querySelector('#m3-chatbot').innerText.includes('3 + 3')")
