@@ -7,7 +7,7 @@
 2. Time to first token the UI adds: click Send -> first answer text on screen, against a direct openai-SDK
    request for the same messages, taken in turns (medians; both paths hit the engine's prefix cache alike).
 3. Concurrency: 16 browser sessions (Gradio API clients, one session each) streaming at once, total tokens
-   per second, against 16 direct openai-SDK streams at once, run right before; and the app's CPU per streamed
+   per second, against 16 direct openai-SDK streams at once, in turns (two rounds each); and the app's CPU per streamed
    token meanwhile, above what the idle app spends anyway (the monitor's sampling, the supervisor's probes,
    measured just before and printed too).
 4. Fairness: 64 browser sessions at once all complete, and the slowest session's rate is at least half the
@@ -293,9 +293,12 @@ def at_once(count: int, run_one: Callable[[int], int]) -> list[Session | None]:
     return results
 
 
-def total_rate(sessions: list[Session | None]) -> float:
-    done = [s for s in sessions if s is not None]
-    return sum(s.tokens for s in done) / max(s.seconds for s in done) if done else 0.0
+def total_rate(sessions: list[Session | None], rounds: int = 1) -> float:
+    """Completion tokens per second of `rounds` equal rounds of sessions run one after the other."""
+    size = len(sessions) // rounds
+    done = [[s for s in sessions[i * size : (i + 1) * size] if s is not None] for i in range(rounds)]
+    seconds = sum(max(s.seconds for s in one) for one in done if one)
+    return sum(s.tokens for one in done for s in one) / seconds if seconds else 0.0
 
 
 class UiSessions:
@@ -326,23 +329,28 @@ class ConcurrencyFigures:
 
 
 def measure_concurrency(app_url: str, app: psutil.Process, engine_url: str, sessions: int, answer_tokens: int,
-                        profile: Path | None) -> ConcurrencyFigures:
+                        rounds: int, profile: Path | None) -> ConcurrencyFigures:
+    """Direct and UI rounds taken in turns, so that a change in the machine's load meets both alike."""
     prompt, _ = count_prompt(answer_tokens)
     ui = UiSessions(app_url, sessions)
     client = direct_client(engine_url)
-    direct = total_rate(at_once(sessions, lambda _: direct_stream(client, prompt)[1]))
     idle_before = cpu_seconds([app])
     time.sleep(IDLE_WINDOW_S)
     idle_rate = (cpu_seconds([app]) - idle_before) / IDLE_WINDOW_S  # CPU seconds per second
-    spy = start_profile(app.pid, profile) if profile else None
-    cpu_before, started = cpu_seconds([app]), time.monotonic()
-    streamed = at_once(sessions, lambda i: ui.ask(i, prompt))
-    cpu_s, elapsed = cpu_seconds([app]) - cpu_before, time.monotonic() - started
-    if spy is not None:
-        stop_profile(spy, profile)  # type: ignore[arg-type]
+    direct: list[Session | None] = []
+    streamed: list[Session | None] = []
+    cpu_s = elapsed = 0.0
+    for round_ in range(rounds):
+        direct += at_once(sessions, lambda _: direct_stream(client, prompt)[1])
+        spy = start_profile(app.pid, profile) if profile and round_ == 0 else None
+        cpu_before, started = cpu_seconds([app]), time.monotonic()
+        streamed += at_once(sessions, lambda i: ui.ask(i, prompt))
+        cpu_s, elapsed = cpu_s + cpu_seconds([app]) - cpu_before, elapsed + time.monotonic() - started
+        if spy is not None:
+            stop_profile(spy, profile)  # type: ignore[arg-type]
     tokens = sum(s.tokens for s in streamed if s is not None)
-    return ConcurrencyFigures(direct, total_rate(streamed), (cpu_s - idle_rate * elapsed) * 1000 / tokens,
-                              cpu_s * 1000 / tokens, idle_rate * 100)
+    return ConcurrencyFigures(total_rate(direct, rounds), total_rate(streamed, rounds),
+                              (cpu_s - idle_rate * elapsed) * 1000 / tokens, cpu_s * 1000 / tokens, idle_rate * 100)
 
 
 def measure_fairness(app_url: str, sessions: int, answer_tokens: int) -> tuple[int, float]:
@@ -400,6 +408,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--history", type=int, default=20, help="earlier messages before the long answer")
     parser.add_argument("--sessions", type=int, default=16)
     parser.add_argument("--session-tokens", type=int, default=600, help="answer length per concurrent session")
+    parser.add_argument("--rounds", type=int, default=2, help="direct and UI rounds of the sessions, in turns")
     parser.add_argument("--many-sessions", type=int, default=64)
     parser.add_argument("--many-session-tokens", type=int, default=200)
     parser.add_argument("--ttft-runs", type=int, default=5)
@@ -410,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="m3ui-bench-") as tmp, running_app(Path(tmp), env=env) as app:
         page = measure_page(app.url, args.answer_tokens, args.history, args.ttft_runs)
         load = measure_concurrency(app.url, psutil.Process(app.process.pid), page.engine_url, args.sessions,
-                                   args.session_tokens, args.profile)
+                                   args.session_tokens, args.rounds, args.profile)
         completed, fairness = measure_fairness(app.url, args.many_sessions, args.many_session_tokens)
     report = Report(page.engine_tok_s, page.shown_tok_s, page.tokens, page.browser_cpu_ms_per_1000_tokens,
                     page.ttft_direct_ms, page.ttft_ui_ms, load.direct_tok_s, load.ui_tok_s, args.sessions,
