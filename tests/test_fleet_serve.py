@@ -117,6 +117,7 @@ def test_a_worker_killed_under_load_leaves_every_new_chat_answered_and_is_back_w
 
     assert _wait(back, BACK_WITHIN_S - (time.monotonic() - killed_at)), (
         f"worker {victim_url} not back in the router after {BACK_WITHIN_S} s:\n{fleet.output[-2000:]}")
+    print(f"back in the router {time.monotonic() - killed_at:.1f} s after the kill")
     assert fleet.wait_for(r"ready: serving on .* with 3 of 3 workers$", timeout=5, since=seen)
     n = victim + 1
     assert fleet.wait_for(rf"worker {n} {victim_url}: failed \(.*auto-restart attempt 1 of 5 in", 1, seen)
