@@ -117,6 +117,7 @@ def test_a_launched_engine_never_shows_the_key_in_ps_the_log_view_or_the_export(
         assert not any(KEY in line for line in sup.log_tail(50))
         exported = export_log(info.log_path, info.run_dir.name, into=tmp_path, secrets=(KEY,))
         assert KEY not in exported.read_text() and "api_key='********'" in exported.read_text()
+        assert mode(exported) == 0o600 and mode(exported.parent) == 0o700  # the rest of the log is private too
     finally:
         sup.close(grace=1)
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import re
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from launch.engine_log import mask_secrets
+from launch.private_files import PRIVATE_FILE_MODE, private_dir
 
 # What an operator scans for first: sglang's level names, Python tracebacks and exception lines.
 PROBLEM_LINE = re.compile(r"\b(ERROR|CRITICAL|WARNING|FATAL|Traceback)\b|[A-Za-z]+(Error|Exception):|"
@@ -25,13 +27,15 @@ def filter_log(lines: Sequence[str], contains: str = "", problems_only: bool = F
 
 
 def export_log(log_path: Path, run_name: str, into: Path | None = None, secrets: tuple[str, ...] = ()) -> Path:
-    """A copy of the whole log, named after its run, in a folder the web server may hand out (the temp dir);
-    `secrets` (the API key, which sglang logs with its server args) are masked."""
-    folder = (into or Path(tempfile.gettempdir())) / EXPORT_DIR_NAME
-    folder.mkdir(parents=True, exist_ok=True)
+    """A copy of the whole log, named after its run (one file per run, replaced on each download), in an
+    owner-only folder the web server may hand out (the temp dir); `secrets` (the API key, which sglang logs with
+    its server args) are masked, and the rest of the log stays private to this user all the same."""
+    folder = private_dir((into or Path(tempfile.gettempdir())) / f"{EXPORT_DIR_NAME}-{os.getuid()}")
     target = folder / f"m3ui-engine-{run_name}.log"
     exact = {"encoding": "utf-8", "errors": "surrogateescape", "newline": ""}  # every other byte as it was
-    with open(log_path, **exact) as src, open(target, "w", **exact) as out:  # type: ignore[call-overload]
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE_MODE)
+    os.fchmod(fd, PRIVATE_FILE_MODE)
+    with open(log_path, **exact) as src, open(fd, "w", **exact) as out:  # type: ignore[call-overload]
         for line in src:
             out.write(mask_secrets(line, secrets))
     return target
