@@ -29,9 +29,10 @@ from launch.diagnosis import Diagnosis, FailureCause, SizingContext, diagnose, t
 from launch.engine_log import LogFollower
 from launch.health import Readiness, engine_url, probe_readiness
 from launch.phases import PHASE_ORDER, Phase, PhaseTracker
-from launch.private_files import private_dir, write_private
+from launch.private_files import write_private
 from launch.process_group import create_time, is_running, spawn, surviving_group, terminate_group
 from launch.restart_policy import AutoRestart, RestartPolicy
+from launch.run_folder import new_run_folder
 from launch.run_state import RunState, clear_run_state, read_run_state, write_run_state
 from launch.settings import LaunchSettings
 
@@ -220,16 +221,7 @@ class Supervisor:
         clear_run_state(self.run_root)
 
     def _new_run_dir(self) -> Path:
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        runs = private_dir(self.run_root / "runs")  # run folders hold the key's config file and the log
-        for n in range(1000):
-            path = runs / (stamp if n == 0 else f"{stamp}-{n}")
-            try:
-                path.mkdir(mode=0o700)
-                return path
-            except FileExistsError:
-                continue
-        raise RuntimeError(f"cannot create a run folder under {self.run_root / 'runs'}")
+        return new_run_folder(self.run_root / "runs")  # run folders hold the key's config file and the log
 
     def _begin(self, run: _Run) -> None:
         self._run = run

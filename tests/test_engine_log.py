@@ -77,3 +77,28 @@ def test_polling_requests_never_push_the_engines_own_lines_out_but_stay_on_disk_
     assert follower.tail(10) == ("Load weight begin. avail mem=93.12 GB", CHAT)
     assert follower.tail(3, polling=True) == (POLLS[-2], POLLS[-1], CHAT)
     assert log.read_text().count('"GET /v1/loads') == 40  # the file keeps every line
+
+
+def test_a_log_past_its_bound_is_copied_aside_and_emptied_while_the_writer_keeps_appending(tmp_path):
+    log = tmp_path / "engine.log"
+    follower = LogFollower(log, rotate_bytes=1000)
+    seen = []
+    with open(log, "ab", buffering=0) as writer:  # the engine's stdout: O_APPEND, never reopened
+        for batch in range(10):
+            writer.write(b"".join(b"batch %d line %03d %s\n" % (batch, n, b"x" * 40) for n in range(10)))
+            seen += follower.read_new()
+        writer.write(b"after the last rotation\n")
+        seen += follower.read_new(final=True)
+    assert len(seen) == 101 and seen[-1] == "after the last rotation"  # every line reached the reader once
+    assert log.stat().st_size < 2000 and (tmp_path / "engine.log.1").stat().st_size < 2000  # bounded on disk
+    assert (tmp_path / "engine.log.1").stat().st_mode & 0o777 == 0o600
+    assert log.read_text().endswith("after the last rotation\n")  # appends land in the emptied file
+
+
+def test_a_log_truncated_by_someone_else_is_read_afresh(tmp_path):
+    log = tmp_path / "engine.log"
+    log.write_text("one\ntwo\n")
+    follower = LogFollower(log)
+    assert follower.read_new() == ["one", "two"]
+    log.write_text("three\n")
+    assert follower.read_new() == ["three"]
