@@ -13,11 +13,14 @@ from dataclasses import dataclass
 import gradio as gr
 from gradio.context import Context
 
+from m3ui.accounts.server_chats import ServerChats
 from m3ui.client import GenerationSettings
 from m3ui.client.settings import GREEDY_TEMPERATURE, MAX_STALL_SECONDS, MIN_STALL_SECONDS
 from m3ui.legacy_chats import LEGACY_STORAGE_KEY, legacy_secret
 from m3ui.services import AppServices
+from m3ui.ui.chat.browser_import import build_import_offer
 from m3ui.ui.chat.controller import ChatController
+from m3ui.ui.chat.server_library import ServerLibrary
 from m3ui.ui.chat.view_slots import SLOTS
 from m3ui.ui.chat_controls import chat_runner, thinking_mode_radio
 
@@ -90,8 +93,17 @@ class ChatTabUI:
 
 
 def build_chat_tab(services: AppServices) -> ChatTabUI:
+    """With a login and accounts, the chats are kept on the server per person (m3ui.ui.chat.server_library);
+    otherwise in the browser's storage."""
+    accounts = services.policy.accounts if services.policy.chat_login else None
+    server = ServerLibrary(ServerChats(accounts)) if accounts is not None else None
+    placeholder = gr.Column() if server is not None else None  # the import offer goes first, built once ui exists
     ui = _layout(legacy_secret(services.data_dir))
-    _wire(ui, ChatController(chat_runner(services)))
+    chat = ChatController(chat_runner(services), server)
+    _wire(ui, chat)
+    if server is not None and placeholder is not None:
+        with placeholder:
+            build_import_offer(server, ui.library, ui.browser, ui.view, chat.sync)
     return ui
 
 

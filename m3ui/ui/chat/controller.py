@@ -15,6 +15,7 @@ from m3ui.client import GenerationSettings
 from m3ui.conversation import Conversation, LoopOptions
 from m3ui.conversation_store import ChatLibrary, ChatNote, SavedChat, export_documents
 from m3ui.legacy_chats import legacy_chats
+from m3ui.ui.chat.server_library import ServerLibrary
 from m3ui.ui.chat.view_slots import SLOTS, VIEW_SIZE
 from m3ui.ui.chat_controls import session_key, settings_from_form
 from m3ui.ui.chat_render import render
@@ -48,8 +49,9 @@ def _user_ordinal(chat: SavedChat, message_index: int) -> int:
 class ChatController:
     """`show` gives values for every slot of the view (m3ui.ui.chat.view_slots); live frames touch the chatbot only."""
 
-    def __init__(self, runner: ChatRunner) -> None:
+    def __init__(self, runner: ChatRunner, server: ServerLibrary | None = None) -> None:
         self._runner = runner
+        self._server = server  # set: the library is kept on the server for the signed-in person, not the browser
 
     def show(self, library: ChatLibrary, busy: bool = False, message: object = None,
              chatbot: list[gr.ChatMessage] | None = None, controls: bool = True) -> tuple[object, ...]:
@@ -61,6 +63,8 @@ class ChatController:
                 ) -> tuple[ChatLibrary, tuple[object, ...]]:
         """The library once its changes are handed to the browser, and the view's values (see show)."""
         writes, library = library.outbox()
+        if self._server is not None:
+            library, writes = self._server.saved(library, writes), []
         chat = library.active
         choices = library.choices()
         idle = not busy
@@ -103,12 +107,17 @@ class ChatController:
     def load(self, browser: object, legacy: object = None) -> tuple[object, ...]:
         """The page opened: its chats come from the browser's storage (records, untrusted), plus, until the
         browser is migrated, the chats it saved the old way (written as records by this first show)."""
+        if self._server is not None:
+            return self.show(self._server.load())
         browser = browser if isinstance(browser, dict) else {}
         unsaved = [] if browser.get("migrated") is True else legacy_chats(legacy)
         return self.show(ChatLibrary.from_records(browser.get("records"), unsaved=unsaved))
 
     def sync(self, library: ChatLibrary | None, browser: object) -> tuple[object, ...]:
         """Another page changed the browser's chats (or one of ours was saved as a copy): show them all."""
+        if self._server is not None:  # the server's chats, not the browser's
+            records = self._server.records(self._server.user())
+            return self.show(self.owned(library).synced(records), controls=False)
         if not isinstance(browser, dict):
             return unchanged()
         moved = browser.get("moved") if isinstance(browser.get("moved"), dict) else {}

@@ -1,0 +1,91 @@
+"""The Chat tab's library kept on the server (m3ui.accounts.ServerChats) for a signed-in person, instead of the
+browser's storage.
+
+The person is always the request's login (Gradio's `request.username`, read from the event's context), never a
+value the page sends. The page's ChatLibrary works as in the browser: each change comes out of `outbox()` as a
+record with the hash of the version it was made from ("base"). A record is written over the stored chat only when
+that chat is still the version the page saw; otherwise (another tab or device saved meanwhile) ServerChats keeps
+it as a branch chat, and the page is shown the library as the server holds it, branch included: nothing is lost.
+"""
+
+from __future__ import annotations
+
+import gradio as gr
+from gradio.context import LocalContext
+
+from m3ui.accounts import AccountError
+from m3ui.accounts.server_chats import ServerChats
+from m3ui.conversation_store import ChatLibrary, SavedChat, chat_from_record, chat_record
+
+SIGNED_OUT = "Your chats are kept on the server for signed-in accounts: sign in again."
+STALE = -1  # a base revision no stored chat has: the save is kept as a branch
+
+
+def _hash(chat: SavedChat) -> str:
+    return str(chat_record(chat)["hash"])
+
+
+class ServerLibrary:
+    def __init__(self, chats: ServerChats) -> None:
+        self.chats = chats
+
+    @staticmethod
+    def user() -> str:
+        """The signed-in person of the event being handled."""
+        request = LocalContext.request.get(None)
+        name = getattr(request, "username", None)
+        if not name:
+            raise gr.Error(SIGNED_OUT, title="Not signed in")
+        return str(name)
+
+    def records(self, user: str) -> list[dict[str, object]]:
+        """The person's chats as records, newest first, hashed as this module compares them."""
+        chats = (chat_from_record(record) for record in reversed(self.chats.export(user)))
+        return [chat_record(chat) for chat in chats if chat is not None]
+
+    def load(self) -> ChatLibrary:
+        try:
+            return ChatLibrary.from_records(self.records(self.user()))
+        except AccountError as exc:
+            raise gr.Error(str(exc), title="Chats not loaded") from None
+
+    def saved(self, library: ChatLibrary, writes: list[dict[str, object]]) -> ChatLibrary:
+        """`library` once its `writes` (ChatLibrary.outbox) are stored; when one met a newer version, the library
+        as the server holds it (the branch made active in place of the chat it came from)."""
+        if not writes:
+            return library
+        user = self.user()
+        moved: dict[str, str] = {}
+        merge = False
+        try:
+            for write in writes:
+                merge |= self._write(user, write, moved)
+            return library.synced(self.records(user), moved) if merge else library
+        except AccountError as exc:
+            raise gr.Error(str(exc), title="Not saved") from None
+
+    def _write(self, user: str, write: dict[str, object], moved: dict[str, str]) -> bool:
+        """Store one outbox record; whether the page must be shown the server's library again."""
+        chat_id, base = str(write["id"]), write.get("base")
+        current = self.chats.load(user, chat_id)
+        if write.get("deleted"):
+            if current is None:
+                return False
+            if _hash(current.chat) != base:
+                return True  # changed elsewhere since this page saw it: kept
+            self.chats.delete(user, chat_id)
+            return False
+        chat = chat_from_record(write)
+        if chat is None:
+            return False
+        if current is None:
+            revision = 0
+        elif _hash(current.chat) == write["hash"]:
+            return False  # already stored (another tab wrote the same)
+        else:
+            revision = current.revision if _hash(current.chat) == base else STALE
+        stored = self.chats.save(user, chat, revision)
+        if stored.branched_from is not None:
+            moved[chat_id] = stored.chat.id
+            return True
+        return False
