@@ -16,6 +16,7 @@ from m3ui.accounts.server_chats import BRANCH_SUFFIX, ServerChats
 from m3ui.conversation import Conversation
 from m3ui.conversation_store import ChatLibrary, chat_record, new_chat
 from m3ui.services import AppServices
+from m3ui.ui.account_chats import AccountChats
 from m3ui.ui.app_view import build_main_app
 from m3ui.ui.chat.controller import ChatController
 
@@ -106,3 +107,19 @@ def test_no_function_reaches_another_persons_chats(app):
     assert tried >= 3 * 40
     assert chats.export("bob") == before
     assert SECRET not in repr(chats.export("carol"))
+
+
+def test_export_and_delete_my_data_touch_only_ones_own_chats(app):
+    store, demo = app
+    chats = ServerChats(store)
+    chats.save("bob", new_chat().with_conversation(Conversation().ask(SECRET)), 0)
+    chats.save("carol", new_chat().with_conversation(Conversation().ask("carol's question")), 0)
+    part = next(fn.fn.__self__ for fn in demo.fns.values() if isinstance(getattr(fn.fn, "__self__", None),
+                                                                       AccountChats))
+    assert SECRET in part.export(gr.Request(username="bob"))["text"]
+    carols = part.export(gr.Request(username="carol"))["text"]
+    assert "carol's question" in carols and SECRET not in carols
+    with pytest.raises(gr.Error, match="Type DELETE"):
+        part.delete_all("delete", gr.Request(username="carol"))
+    part.delete_all("DELETE", gr.Request(username="carol"))
+    assert chats.export("carol") == [] and len(chats.export("bob")) == 1

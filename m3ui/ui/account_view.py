@@ -11,6 +11,7 @@ import gradio as gr
 
 from m3ui.accounts import AccountError
 from m3ui.services import AppServices
+from m3ui.ui.account_chats import build_account_chats
 from m3ui.ui.monitor.format import esc
 from m3ui.ui.usage_table import usage_table
 
@@ -62,6 +63,7 @@ def build_account_tab(services: AppServices, shown: gr.Tab) -> None:
         new = gr.Textbox(label="New password (8+ characters)", type="password", max_length=1024)
         again = gr.Textbox(label="New password again", type="password", max_length=1024)
         change = gr.Button("Change password", elem_id="m3-account-change-password")
+    build_account_chats(services)
     gr.on([shown.select, refresh.click], tab.me, None, [who, usage], api_visibility="private",
           show_progress="hidden")
     change.click(tab.change_password, [current, new, again], [current, new, again], api_visibility="private")
