@@ -1,7 +1,8 @@
 """m3ui: `python app.py` starts the UI and, in the background, the engine it talks to.
 
 With no options it runs the simulated engine (no GPU needed); `--endpoint URL` attaches to a running
-OpenAI-compatible server; `--engine sglang --profile FILE` launches the real sglang-kt.
+OpenAI-compatible server; `--engine sglang --profile FILE` launches the real sglang-kt; `--fleet FILE` runs a
+fleet of engines behind sglang-router (docs/FLEET.md) and chats through the router.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--api-key", help="API key for --endpoint")
     p.add_argument("--engine", choices=("sim", "sglang"), help="launch this engine (sglang needs --profile)")
     p.add_argument("--profile", type=Path, help="launch settings saved from the admin panel or `python -m launch`")
+    p.add_argument("--fleet", type=Path, metavar="FILE", help="run the fleet FILE describes (engines behind "
+                   "sglang-router, see docs/FLEET.md) and chat through its router")
     p.add_argument("--admin-password", help="password of the 'admin' user; visible in `ps`: prefer "
                    "--admin-password-file or M3UI_ADMIN_PASSWORD. Without one the admin panel is served only on "
                    "loopback, with a per-start token in the printed admin URL")
@@ -58,6 +61,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error(f"--session-hours {args.session_hours}: give hours between 0 and {24 * 365}")
     if args.endpoint and (args.engine or args.profile):
         p.error("--endpoint attaches to a running server: do not combine it with --engine/--profile")
+    if args.fleet and (args.endpoint or args.engine or args.profile):
+        p.error("--fleet brings its own engines: do not combine it with --endpoint/--engine/--profile")
     for item in args.chat_user:
         if ":" not in item or not item.split(":", 1)[0]:
             p.error(f"--chat-user {item!r}: use USER:PASSWORD")
@@ -86,6 +91,8 @@ def start_engine(args: argparse.Namespace, services: object) -> int:
     from m3ui.services import simulated_settings, start_default_engine
 
     link = services.link  # type: ignore[attr-defined]
+    if args.fleet:
+        return start_fleet_file(args.fleet, args.data_dir, link)
     if args.endpoint:
         link.attach(args.endpoint.rstrip("/").removesuffix("/v1"), args.api_key)
         return 0
@@ -104,6 +111,24 @@ def start_engine(args: argparse.Namespace, services: object) -> int:
     if plan is not None and plan.findings:
         print(format_findings(plan.findings), file=sys.stderr)
     return 0 if plan is None or plan.ok else 1
+
+
+def start_fleet_file(path: Path, data_dir: Path, link: object) -> int:
+    """Run the fleet (stopped at exit, after uvicorn) and attach the chat to its router."""
+    from launch.fleet.cli import start_fleet
+    from launch.fleet.fleet_file import FleetFileError, load_fleet_file
+
+    try:
+        fleet = load_fleet_file(path)
+    except FleetFileError as exc:
+        print(f"error: --fleet: {exc}", file=sys.stderr)
+        return 2
+    supervisor = start_fleet(fleet, data_dir, sys.stderr)
+    if supervisor is None:
+        return 1
+    atexit.register(supervisor.stop)
+    link.attach(fleet.router.url, None)  # type: ignore[attr-defined]
+    return 0
 
 
 def open_accounts(data_dir: Path, chat_users: tuple[tuple[str, str], ...]) -> AccountStore:

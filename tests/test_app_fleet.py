@@ -1,0 +1,61 @@
+"""`python app.py --fleet FILE`: the app runs the fleet (its workers and the real sglang-router), chats through
+the router, and leaves no process when it stops; a bad fleet file stops it before anything starts."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from launch.fleet.router_api import RouterApiError, list_workers
+from tests.app_process import running_app
+from tests.fleet_process import free_block
+from tests.sim_process import FAST_ENV, ROOT
+from tests.sim_sse import stream_chat
+
+pytest.importorskip("sglang_router")
+
+
+def test_the_app_runs_a_fleet_and_chats_through_its_router(tmp_path: Path) -> None:
+    router_port, first = free_block(2), free_block(2)
+    path = tmp_path / "fleet.json"
+    path.write_text(json.dumps({"engine": "sim", "router": {"port": router_port},
+                                "base": {"preset": "single-gpu", "set": {"host": "127.0.0.1"}},
+                                "workers": [{"port": first}, {"port": first + 1}]}))
+    router = f"http://127.0.0.1:{router_port}"
+    with running_app(tmp_path, "--fleet", str(path), timeout=120) as app:
+        deadline = time.monotonic() + 120
+        workers = {f"http://127.0.0.1:{first}", f"http://127.0.0.1:{first + 1}"}
+        while _healthy_workers(router) != workers:
+            assert time.monotonic() < deadline, app.log()[-3000:]
+            time.sleep(0.3)
+        assert f"monitor now watches {router}" in app.log()  # the app's engine is the router, not a worker
+        answer = stream_chat(router, {"model": "MiniMax-M3", "messages": [{"role": "user", "content": "Hi"}],
+                                      "max_tokens": 8})
+        assert answer.finish_reason in ("stop", "length")
+    # running_app checked that no process of the app (router and workers included) is left
+
+
+def _healthy_workers(router: str) -> set[str]:
+    try:
+        return {w.url for w in list_workers(router) if w.healthy}
+    except RouterApiError:
+        return set()
+
+
+def test_a_bad_fleet_file_stops_the_app_before_anything_starts(tmp_path: Path) -> None:
+    path = tmp_path / "fleet.json"
+    path.write_text(json.dumps({"engine": "sim", "workers": [{"port": 1, "prot": 2}]}))
+    done = subprocess.run([sys.executable, "app.py", "--fleet", str(path), "--data-dir", str(tmp_path / "data")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, **FAST_ENV})
+    assert done.returncode == 2
+    assert "workers[1]: unknown key(s) prot" in done.stderr
+    assert not (tmp_path / "data" / "fleets").exists()
+    both = subprocess.run([sys.executable, "app.py", "--fleet", str(path), "--endpoint", "http://h:1"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert both.returncode == 2 and "--fleet" in both.stderr
