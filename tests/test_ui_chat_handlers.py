@@ -12,6 +12,7 @@ from m3ui.chat_session import ChatRunner
 from m3ui.client import EndpointConfig
 from m3ui.conversation_store import ChatLibrary
 from m3ui.ui.chat.controller import ChatController
+from m3ui.ui.chat.following import LIVE_SLOTS
 from m3ui.ui.chat.view_slots import SLOTS
 from tests.sse_replay import ReplayServer, SseReply, answer_reply, chunk
 
@@ -31,25 +32,44 @@ def request(session: str = "page-1") -> gr.Request:
     return gr.Request(session_hash=session)
 
 
+def answer(chat: ChatController, stream, finished: list | None = None) -> list[tuple[object, ...]]:
+    """What the page gets: an answer handler's updates (as values of the whole view: the slots it does not set
+    skipped), then what it shows once `finish`, chained after it in chat_view, ran: the value finish sets, else
+    the last one set before. `finished` receives finish's own values."""
+    updates, following = [], None
+    for *values, handed in stream:
+        updates.append(tuple(dict(zip(LIVE_SLOTS, values, strict=True)).get(name, SKIP) for name in SLOTS))
+        following = following if handed == SKIP else handed
+    *done, _ = chat.finish(following)
+    if finished is not None:
+        finished.extend(done)
+    last = [next((u[i] for u in reversed(updates) if u[i] != SKIP), SKIP) for i in range(len(SLOTS))]
+    return [*updates, tuple(value if value != SKIP else before for value, before in zip(done, last, strict=True))]
+
+
 def test_send_streams_frames_that_touch_only_the_chatbot_then_saves_the_answer():
     with ReplayServer([answer_reply("The answer is 42." * 20, reasoning="six sevens", delay_s=0.003)]) as server:
-        updates = list(controller(server).send("What is 6*7?", ChatLibrary.fresh(), *SETTINGS, request()))
+        chat, finished = controller(server), []
+        updates = answer(chat, chat.send("What is 6*7?", ChatLibrary.fresh(), *SETTINGS, request()), finished)
         body = server.requests[0]
     started, *frames, final = updates
     assert started[MESSAGE] == "" and started[SEND]["visible"] is False and started[STOP]["visible"] is True
     saved_question = ChatLibrary.from_records(started[OUTBOX])  # the browser gets the question already
     assert saved_question.active.conversation.turns[0].content == "What is 6*7?"
     assert frames, "the answer must show while it streams"
+    ended = frames.pop()  # the answer saved, the page idle
     for frame in frames:
         assert frame[CHATBOT] != SKIP and all(value == SKIP for i, value in enumerate(frame) if i != CHATBOT)
+    assert ended[SEND]["visible"] is True and ended[OUTBOX] != SKIP, "an API client, which runs no finish, too"
+    assert finished[CHATBOT] == SKIP and finished[OUTBOX] == SKIP, "finish redraws no message and saves nothing again"
     library = final[0]
-    chat = library.active
-    assert chat.conversation.system_prompt == "Be brief." and chat.title == "What is 6*7?"
-    assert chat.conversation.turns[-1].content == "The answer is 42." * 20
+    saved = library.active
+    assert saved.conversation.system_prompt == "Be brief." and saved.title == "What is 6*7?"
+    assert saved.conversation.turns[-1].content == "The answer is 42." * 20
     assert final[SEND]["visible"] is True and final[STOP]["visible"] is False
     (record,) = final[OUTBOX]  # the answer, written over the question's version
-    assert record["base"] == started[OUTBOX][0]["hash"] and record["hash"] == library.stored[chat.id]
-    assert ChatLibrary.from_records(final[OUTBOX]).active == chat
+    assert record["base"] == started[OUTBOX][0]["hash"] and record["hash"] == library.stored[saved.id]
+    assert ChatLibrary.from_records(final[OUTBOX]).active == saved
     shown = final[CHATBOT]
     assert shown[1].metadata["title"].startswith("Thought for") and shown[1].metadata["status"] == "done"
     assert "TTFT" in shown[2].content
@@ -73,7 +93,8 @@ def test_invalid_settings_are_refused_before_anything_is_sent_or_cleared():
 
 
 def test_the_engine_not_ready_keeps_the_message_in_the_chat_with_a_retry_hint():
-    (final,) = controller(None).send("hello?", ChatLibrary.fresh(), *SETTINGS, request())
+    chat = controller(None)
+    final = answer(chat, chat.send("hello?", ChatLibrary.fresh(), *SETTINGS, request()))[-1]
     question, note = final[CHATBOT]
     assert question.content == "hello?" and "not ready (Simulated engine starting (10%))" in note.content
     assert final[MESSAGE] == ""
@@ -82,8 +103,8 @@ def test_the_engine_not_ready_keeps_the_message_in_the_chat_with_a_retry_hint():
 def test_regenerate_answers_the_last_question_again():
     with ReplayServer([answer_reply("first"), answer_reply("second")]) as server:
         chat = controller(server)
-        library = list(chat.send("Tell me", ChatLibrary.fresh(), *SETTINGS, request()))[-1][0]
-        final = list(chat.regenerate(library, *SETTINGS, request()))[-1]
+        library = answer(chat, chat.send("Tell me", ChatLibrary.fresh(), *SETTINGS, request()))[-1][0]
+        final = answer(chat, chat.regenerate(library, *SETTINGS, request()))[-1]
         assert len(server.requests) == 2 and server.requests[1]["messages"][-1]["content"] == "Tell me"
     turns = final[0].active.conversation.turns
     assert [t.content for t in turns] == ["Tell me", "second"]
@@ -121,13 +142,15 @@ def test_streaming_listeners_have_no_concurrency_limit_of_one(tmp_path):
                  ("send", "regenerate", "edit", "retry_from")]
     assert len(streaming) >= 5  # the chat tab's four and the tools tab's
     assert all(fn.concurrency_limit is None for fn in streaming)
+    chat_answers = [fn for fn in streaming if "chat" in fn.fn.__module__]
+    assert len(chat_answers) == 4 and all(len(fn.outputs) == len(LIVE_SLOTS) + 1 for fn in chat_answers), \
+        "an answer's frames carry the live slots alone: Gradio builds a component for each output they skip"
     assert chat_ui.stall_seconds.label == "Stall limit (s)"
 
 
 def test_pages_that_never_loaded_a_library_each_get_their_own():
     chat = controller(None)
-    first, second = (chat.send("hi", None, *SETTINGS, request(s)) for s in ("a", "b"))
-    (one,), (two,) = list(first), list(second)
+    one, two = (answer(chat, chat.send("hi", None, *SETTINGS, request(s)))[-1] for s in ("a", "b"))
     assert one[0].active_id != two[0].active_id
 
 
@@ -136,8 +159,8 @@ def test_earlier_reasoning_goes_back_to_the_model_only_when_asked(keep):
     settings = (*SETTINGS[:5], keep, SETTINGS[6])
     with ReplayServer([answer_reply("42", reasoning="six sevens"), answer_reply("ok")]) as server:
         chat = controller(server)
-        library = list(chat.send("6*7?", ChatLibrary.fresh(), *settings, request()))[-1][0]
-        list(chat.send("thanks", library, *settings, request()))
+        library = answer(chat, chat.send("6*7?", ChatLibrary.fresh(), *settings, request()))[-1][0]
+        answer(chat, chat.send("thanks", library, *settings, request()))
         earlier = server.requests[1]["messages"][2]
     assert earlier["role"] == "assistant" and earlier["content"] == "42"
     assert ("reasoning_content" in earlier) is keep
@@ -156,7 +179,7 @@ def test_a_chat_id_from_the_browser_is_a_plain_token():
 def answered(chat: ChatController, *questions: str) -> ChatLibrary:
     library = ChatLibrary.fresh()
     for question in questions:
-        library = list(chat.send(question, library, *SETTINGS, request()))[-1][LIBRARY]
+        library = answer(chat, chat.send(question, library, *SETTINGS, request()))[-1][LIBRARY]
     return library
 
 
@@ -164,8 +187,8 @@ def answered(chat: ChatController, *questions: str) -> ChatLibrary:
 def test_a_handler_with_nothing_to_do_leaves_every_component_as_it_was(handler):
     """Issue 10 #1: an empty Send or a Regenerate on an empty chat used to blank every label of the tab."""
     chat = controller(None)
-    updates = list(chat.send("   ", ChatLibrary.fresh(), *SETTINGS, request()) if handler == "send"
-                   else chat.regenerate(ChatLibrary.fresh(), *SETTINGS, request()))
+    updates = answer(chat, chat.send("   ", ChatLibrary.fresh(), *SETTINGS, request()) if handler == "send"
+                     else chat.regenerate(ChatLibrary.fresh(), *SETTINGS, request()))
     assert updates and all(value == SKIP for update in updates for value in update)
 
 
@@ -183,7 +206,7 @@ def test_editing_an_earlier_question_resends_from_there_and_undo_brings_the_old_
         chat = controller(server)
         library = answered(chat, "first", "second")
         edit = gr.EditData(None, {"index": 0, "previous_value": "first", "value": "FIRST"})
-        final = list(chat.edit(library, *SETTINGS, edit, request()))[-1]
+        final = answer(chat, chat.edit(library, *SETTINGS, edit, request()))[-1]
         assert [m["content"] for m in server.requests[2]["messages"][1:]] == ["FIRST"]
     edited = final[LIBRARY]
     assert [t.content for t in edited.active.conversation.turns] == ["FIRST", "B1"]
@@ -199,7 +222,7 @@ def test_retry_from_a_chosen_question_and_removing_one_exchange():
         shown = chat.show(library)[CHATBOT]
         turn, actions, _ = chat.select(library, gr.SelectData(None, {"index": 1, "value": shown[1].content}))
         assert turn == 0 and actions["visible"] is True  # a click on the first answer picks the first question
-        final = list(chat.retry_from(library, turn, *SETTINGS, request()))[-1]
+        final = answer(chat, chat.retry_from(library, turn, *SETTINGS, request()))[-1]
     assert [t.content for t in final[LIBRARY].active.conversation.turns] == ["first", "A1 again"]
     removed = chat.delete_exchange(library, 0)[LIBRARY]
     assert [t.content for t in removed.active.conversation.turns] == ["second", "A2"]
@@ -207,14 +230,16 @@ def test_retry_from_a_chosen_question_and_removing_one_exchange():
 
 def test_a_message_typed_while_an_answer_streams_is_not_wiped_when_it_ends():
     with ReplayServer([answer_reply("done")]) as server:
-        updates = list(controller(server).send("q", ChatLibrary.fresh(), *SETTINGS, request()))
-    assert updates[0][MESSAGE] == "" and all(update[MESSAGE] == SKIP for update in updates[1:])
+        chat, finished = controller(server), []
+        updates = answer(chat, chat.send("q", ChatLibrary.fresh(), *SETTINGS, request()), finished)
+    assert updates[0][MESSAGE] == "" and all(update[MESSAGE] == SKIP for update in updates[1:-1])
+    assert finished[MESSAGE] == SKIP
 
 
 def test_an_error_inside_a_turn_ends_it_with_a_note_and_the_page_idle():
     chat = controller(None)
     chat._runner.answer = lambda *_: (_ for _ in ()).throw(UnicodeEncodeError("utf-8", "x", 0, 1, "bad"))
-    (final,) = chat.send("hi \ud83d there", ChatLibrary.fresh(), *SETTINGS, request())
+    final = answer(chat, chat.send("hi \ud83d there", ChatLibrary.fresh(), *SETTINGS, request()))[-1]
     assert final[SEND]["visible"] is True and final[STOP]["visible"] is False
     assert "internal error" in final[CHATBOT][-1].content
     assert final[LIBRARY].active.conversation.turns[0].content == "hi ? there"

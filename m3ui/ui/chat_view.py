@@ -20,6 +20,7 @@ from m3ui.legacy_chats import LEGACY_STORAGE_KEY, legacy_secret
 from m3ui.services import AppServices
 from m3ui.ui.chat.browser_import import build_import_offer
 from m3ui.ui.chat.controller import ChatController
+from m3ui.ui.chat.following import LIVE_SLOTS
 from m3ui.ui.chat.server_library import ServerLibrary
 from m3ui.ui.chat.view_slots import SLOTS
 from m3ui.ui.chat_controls import chat_runner, thinking_mode_radio
@@ -178,10 +179,16 @@ def _wire(ui: ChatTabUI, chat: ChatController) -> None:
     # concurrent switch or rename would otherwise undo it on the page.
     quick = {"concurrency_id": "chat-library", "concurrency_limit": 1, "show_progress": "hidden"}
     settings = ui.settings
-    gr.on([ui.message.submit, ui.send.click], chat.send, [ui.message, ui.library, *settings], view, **streaming)
-    gr.on([ui.regenerate.click, ui.chatbot.retry], chat.regenerate, [ui.library, *settings], view, **streaming)
-    ui.chatbot.edit(chat.edit, [ui.library, *settings], view, **streaming)
-    ui.retry_from.click(chat.retry_from, [ui.library, ui.selected, *settings], view, **streaming)
+    following = gr.State(None)  # an answer's stream hands this to `finish` (m3ui.ui.chat.following)
+    live = [getattr(ui, name) for name in LIVE_SLOTS] + [following]
+    answers = [
+        gr.on([ui.message.submit, ui.send.click], chat.send, [ui.message, ui.library, *settings], live, **streaming),
+        gr.on([ui.regenerate.click, ui.chatbot.retry], chat.regenerate, [ui.library, *settings], live, **streaming),
+        ui.chatbot.edit(chat.edit, [ui.library, *settings], live, **streaming),
+        ui.retry_from.click(chat.retry_from, [ui.library, ui.selected, *settings], live, **streaming),
+    ]
+    for answer in answers:
+        answer.then(chat.finish, [following], [*view, following], **quick)
     ui.stop.click(chat.stop, None, None, queue=False)
     ui.chatbot.select(chat.select, [ui.library], [ui.selected, ui.message_actions, ui.selected_label], **quick)
     ui.delete_exchange.click(chat.delete_exchange, [ui.library, ui.selected], view, **quick)

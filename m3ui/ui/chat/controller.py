@@ -1,6 +1,7 @@
 """The Chat tab's handlers: each turns component values into a call on the core objects and the result back into
 component updates. A handler with nothing to do (an empty message, nothing to regenerate, an answer already
-streaming) returns `unchanged()`: every component stays exactly as it was, and a toast says why."""
+streaming) returns `unchanged()`: every component stays exactly as it was, and a toast says why. An answer
+streams into a few components and `finish` then sets the whole view (see m3ui.ui.chat.following)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from m3ui.client import GenerationSettings
 from m3ui.conversation import Conversation, LoopOptions
 from m3ui.conversation_store import ChatLibrary, ChatNote, SavedChat, export_documents
 from m3ui.legacy_chats import legacy_chats
+from m3ui.ui.chat.following import LIVE_SLOTS, Following, live_frame
 from m3ui.ui.chat.server_library import ServerLibrary
 from m3ui.ui.chat.view_slots import SLOTS, VIEW_SIZE
 from m3ui.ui.chat_controls import session_key, settings_from_form
@@ -33,6 +35,13 @@ def clean_text(text: object) -> str:
 
 def unchanged() -> tuple[object, ...]:
     return tuple(gr.skip() for _ in range(VIEW_SIZE))
+
+
+def _failed(chat: SavedChat, exc: Exception) -> SavedChat:
+    """The chat with a note that a bug ended the turn (logged with its traceback)."""
+    log.error("chat answer failed", exc_info=exc)
+    return chat.add_notes(ChatNote(len(chat.conversation.turns) - 1, "error", f"internal error: "
+                                   f"{type(exc).__name__}. Your message is kept: press Regenerate to try again."))
 
 
 def _with_system_prompt(chat: SavedChat, system_prompt: str) -> SavedChat:
@@ -54,14 +63,19 @@ class ChatController:
         self._server = server  # set: the library is kept on the server for the signed-in person, not the browser
 
     def show(self, library: ChatLibrary, busy: bool = False, message: object = None,
-             chatbot: list[gr.ChatMessage] | None = None, controls: bool = True) -> tuple[object, ...]:
+             chatbot: object = None, controls: bool = True) -> tuple[object, ...]:
         """Values for the view. `controls=False` leaves the busy/idle buttons as they are (a background sync)."""
         return self.present(library, busy, message, chatbot, controls)[1]
 
     def present(self, library: ChatLibrary, busy: bool = False, message: object = None,
-                chatbot: list[gr.ChatMessage] | None = None, controls: bool = True
+                chatbot: object = None, controls: bool = True
                 ) -> tuple[ChatLibrary, tuple[object, ...]]:
         """The library once its changes are handed to the browser, and the view's values (see show)."""
+        library, values = self._values(library, busy, message, chatbot, controls)
+        return library, tuple(values[name] for name in SLOTS)
+
+    def _values(self, library: ChatLibrary, busy: bool, message: object, chatbot: object,
+                controls: bool) -> tuple[ChatLibrary, dict[str, object]]:
         writes, library = library.outbox()
         if self._server is not None:
             library, writes = self._server.saved(library, writes), []
@@ -90,12 +104,7 @@ class ChatController:
         if not controls:
             for name in ("send", "stop", "regenerate", "clear", "new_chat", "rename", "delete", "message_actions"):
                 values[name] = gr.skip()
-        return library, tuple(values[name] for name in SLOTS)
-
-    @staticmethod
-    def frame(chatbot: list[gr.ChatMessage]) -> tuple[object, ...]:
-        """A live update: the chatbot only."""
-        return tuple(chatbot if name == "chatbot" else gr.skip() for name in SLOTS)
+        return library, values
 
     @staticmethod
     def owned(library: ChatLibrary | None) -> ChatLibrary:
@@ -185,7 +194,7 @@ class ChatController:
     def stop(self, request: gr.Request) -> None:
         self._runner.runs.stop(session_key(request))
 
-    # --- answers (streaming)
+    # --- answers (streaming): the values of LIVE_SLOTS and a Following for `finish`
 
     def send(self, text: str, library: ChatLibrary | None, thinking_mode: str, temperature: float, top_p: float,
              max_tokens: float | None, stall_seconds: float | None, keep_reasoning: bool, system_prompt: str,
@@ -194,7 +203,7 @@ class ChatController:
         text = clean_text(text).strip()
         if not text:
             gr.Warning(EMPTY_MESSAGE)
-            yield unchanged()
+            yield live_frame(gr.skip())
             return
         library = self.owned(library)
         chat = _with_system_prompt(library.active, system_prompt)
@@ -209,7 +218,7 @@ class ChatController:
         chat = library.active.before_last_answer()
         if chat is None:
             gr.Warning(NOTHING_TO_REGENERATE)
-            yield unchanged()
+            yield live_frame(gr.skip())
             return
         yield from self._answer(library, _with_system_prompt(chat, system_prompt), settings, keep_reasoning, request)
 
@@ -224,7 +233,7 @@ class ChatController:
         text = clean_text(event.value).strip()
         if turn is None or not text:
             gr.Warning(EMPTY_MESSAGE if turn is not None else "That message can no longer be edited.")
-            yield self.show(library)  # the chatbot shows the edit already: put the saved text back
+            yield from self._settled(library, chat)  # the chatbot shows the edit already: put the saved text back
             return
         library = library.put_undoable(chat, "edited a question (the old answers)")
         edited = _with_system_prompt(chat.edited(turn, text), system_prompt)
@@ -238,7 +247,7 @@ class ChatController:
         library = self.owned(library)
         chat = library.active
         if not chat.is_question(turn):
-            yield unchanged()
+            yield live_frame(gr.skip())
             return
         library = library.put_undoable(chat, "retried a question (the old answers)")
         retried = _with_system_prompt(chat.retried(turn), system_prompt)
@@ -246,28 +255,55 @@ class ChatController:
 
     def _answer(self, library: ChatLibrary, chat: SavedChat, settings: GenerationSettings, keep_reasoning: bool,
                 request: gr.Request) -> Iterator[tuple[object, ...]]:
+        """The question saved (a reload keeps it) and Send turned into Stop, frames of the chatbot alone, and the
+        answer saved with the page idle again."""
         answer = AnswerRequest(chat, settings, LoopOptions(keep_reasoning=keep_reasoning), user=request.username)
-        saved = render(transcript(chat))  # rendered once: only the live answer changes while it streams
-        taken = False  # whether the message box was emptied (the question is saved): later frames leave it alone
         try:
-            for update in self._runner.answer(session_key(request), answer):
-                if update.phase == "started":  # the question is saved (a reload keeps it); Send turns into Stop
-                    taken = True  # and `library` now knows the browser holds it (the answer is written over it)
-                    library, view = self.present(library.put(chat), busy=True, message="",
-                                                 chatbot=saved + render(running=True))
-                    yield view
-                elif update.phase == "streaming":
-                    yield self.frame(saved + render(live=update.live, running=True))
-                elif update.phase == "answered":
-                    yield self.frame(render(transcript(update.chat)))
-                else:
-                    yield self.show(library.put(update.chat), message=None if taken else "")
+            updates = self._runner.answer(session_key(request), answer)
+            first = next(updates)
         except SessionBusy as exc:
             gr.Warning(f"An answer is still streaming in this page: {exc}.")
-            yield unchanged()
+            yield live_frame(gr.skip())
+            return
         except Exception as exc:  # a bug in one turn must not leave the page stuck in "busy"
-            log.exception("chat answer failed")
-            failed = chat.add_notes(ChatNote(len(chat.conversation.turns) - 1, "error",
-                                             f"internal error: {type(exc).__name__}. Your message is kept: press "
-                                             "Regenerate to try again."))
-            yield self.show(library.put(failed), message=None if taken else "")
+            yield from self._settled(library, _failed(chat, exc), message="")
+            return
+        if first.done:  # the engine is not ready: the question is saved with a note
+            yield from self._settled(library, first.chat, message="")
+            return
+        saved = render(transcript(chat))  # rendered once: only the live answer changes while it streams
+        library, values = self._values(library.put(chat), busy=True, message="", chatbot=saved + render(running=True),
+                                       controls=True)
+        following = Following(library)
+        yield (*(values[name] for name in LIVE_SLOTS), following)
+        try:
+            for update in updates:
+                if update.phase == "streaming":
+                    yield live_frame(saved + render(live=update.live, running=True))
+                elif update.done:
+                    yield self._ended(following, update.chat, render(transcript(update.chat)))
+                else:  # answered: shown while its hit rate is looked up
+                    yield live_frame(render(transcript(update.chat)))
+        except Exception as exc:  # a bug in one turn must not leave the page stuck in "busy"
+            yield self._ended(following, _failed(chat, exc))
+        finally:
+            updates.close()  # also when the page left mid-answer: the run stops and the session is freed
+
+    def _settled(self, library: ChatLibrary, outcome: SavedChat, message: object = None
+                 ) -> Iterator[tuple[object, ...]]:
+        """No answer streams: `outcome` is saved at once."""
+        yield self._ended(Following(library, message=message), outcome)
+
+    def _ended(self, following: Following, outcome: SavedChat, chatbot: object = None) -> tuple[object, ...]:
+        """The live slots once the answer ended: saved (also for an API client, which never runs `finish`), and
+        the page idle."""
+        following.library, values = self._values(following.library.put(outcome), False, following.message,
+                                                 chatbot, True)
+        following.outcome = outcome
+        return (*(values[name] for name in LIVE_SLOTS), following)
+
+    def finish(self, following: Following | None) -> tuple[object, ...]:
+        """The rest of the view once the answer ended and was saved; and no Following any more."""
+        if following is None or following.outcome is None:  # none ended: a refused one leaves a running one be
+            return (*unchanged(), gr.skip())
+        return (*self.show(following.library, chatbot=gr.skip()), None)  # the stream showed the chat
