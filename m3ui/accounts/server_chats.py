@@ -63,6 +63,12 @@ class ServerChats:
         chat = chat_from_record(json.loads(rows[0]["record"]))
         return StoredChat(chat, rows[0]["revision"]) if chat is not None else None
 
+    def version(self, user: str, chat_id: str) -> tuple[int, str] | None:
+        """The stored chat's revision and content hash (chat_record's), without reading the chat; None: no such."""
+        rows = self.db.query("SELECT revision, json_extract(record, '$.hash') FROM chats WHERE user_id = ? AND id = ?",
+                             (self._user_id(user), chat_id))
+        return (rows[0][0], str(rows[0][1])) if rows else None
+
     def save(self, user: str, chat: SavedChat, base_revision: int) -> StoredChat:
         """Store `chat` as made from `base_revision` (0 for a chat new to the server). When the stored chat has
         moved on meanwhile, this save is kept as a new chat (a branch) instead: StoredChat.branched_from says so."""

@@ -15,14 +15,10 @@ from gradio.context import LocalContext
 
 from m3ui.accounts import AccountError
 from m3ui.accounts.server_chats import ServerChats
-from m3ui.conversation_store import ChatLibrary, SavedChat, chat_from_record, chat_record
+from m3ui.conversation_store import ChatLibrary, SavedChat
 
 SIGNED_OUT = "Your chats are kept on the server for signed-in accounts: sign in again."
 STALE = -1  # a base revision no stored chat has: the save is kept as a branch
-
-
-def _hash(chat: SavedChat) -> str:
-    return str(chat_record(chat)["hash"])
 
 
 class ServerLibrary:
@@ -39,9 +35,8 @@ class ServerLibrary:
         return str(name)
 
     def records(self, user: str) -> list[dict[str, object]]:
-        """The person's chats as records, newest first, hashed as this module compares them."""
-        chats = (chat_from_record(record) for record in reversed(self.chats.export(user)))
-        return [chat_record(chat) for chat in chats if chat is not None]
+        """The person's chats as stored (records with their hash), newest first."""
+        return list(reversed(self.chats.export(user)))
 
     def load(self) -> ChatLibrary:
         try:
@@ -55,35 +50,31 @@ class ServerLibrary:
         if not writes:
             return library
         user = self.user()
+        chats = {chat.id: chat for chat in library.chats}
         moved: dict[str, str] = {}
         merge = False
         try:
             for write in writes:
-                merge |= self._write(user, write, moved)
+                merge |= self._write(user, write, chats.get(str(write["id"])), moved)
             return library.synced(self.records(user), moved) if merge else library
         except AccountError as exc:
             raise gr.Error(str(exc), title="Not saved") from None
 
-    def _write(self, user: str, write: dict[str, object], moved: dict[str, str]) -> bool:
-        """Store one outbox record; whether the page must be shown the server's library again."""
+    def _write(self, user: str, write: dict[str, object], chat: SavedChat | None, moved: dict[str, str]) -> bool:
+        """Store one outbox record (`chat`: the chat it was made from); whether the page must be shown the
+        server's library again. Versions are compared by the hash chat_record gives, stored in each record."""
         chat_id, base = str(write["id"]), write.get("base")
-        current = self.chats.load(user, chat_id)
+        current = self.chats.version(user, chat_id)
         if write.get("deleted"):
             if current is None:
                 return False
-            if _hash(current.chat) != base:
+            if current[1] != base:
                 return True  # changed elsewhere since this page saw it: kept
             self.chats.delete(user, chat_id)
             return False
-        chat = chat_from_record(write)
-        if chat is None:
-            return False
-        if current is None:
-            revision = 0
-        elif _hash(current.chat) == write["hash"]:
-            return False  # already stored (another tab wrote the same)
-        else:
-            revision = current.revision if _hash(current.chat) == base else STALE
+        if chat is None or (current is not None and current[1] == write["hash"]):
+            return False  # nothing to store, or already stored (another tab wrote the same)
+        revision = 0 if current is None else current[0] if current[1] == base else STALE
         stored = self.chats.save(user, chat, revision)
         if stored.branched_from is not None:
             moved[chat_id] = stored.chat.id
