@@ -12,9 +12,9 @@ from m3ui.accounts import AccountError
 from m3ui.accounts.server_chats import ServerChats
 from m3ui.conversation_store import EXPORT_MAX_CHARS
 from m3ui.services import AppServices
+from m3ui.ui.chat_view import DOWNLOAD_JS
 
 CONFIRM_WORD = "DELETE"
-DOWNLOAD_JS = "(document) => { window.m3uiChats.download(document); }"  # assets/js/chat.js
 
 
 class AccountChats:
