@@ -295,12 +295,12 @@ class ChatController:
         yield self._ended(Following(library, message=message), outcome)
 
     def _ended(self, following: Following, outcome: SavedChat, chatbot: object = None) -> tuple[object, ...]:
-        """The live slots once the answer ended: saved (also for an API client, which never runs `finish`), and
-        the page idle."""
+        """The live slots once the answer ended: saved (also for an API client, which never runs `finish`). Send
+        and Stop stay: the page turns idle in `finish`, together with the rest of the view."""
         following.library, values = self._values(following.library.put(outcome), False, following.message,
                                                  chatbot, True)
         following.outcome = outcome
-        return (*(values[name] for name in LIVE_SLOTS), following)
+        return (*(gr.skip() if name in ("send", "stop") else values[name] for name in LIVE_SLOTS), following)
 
     def finish(self, following: Following | None) -> tuple[object, ...]:
         """The rest of the view once the answer ended and was saved; and no Following any more."""
