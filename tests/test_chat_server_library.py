@@ -123,3 +123,17 @@ def test_export_and_delete_my_data_touch_only_ones_own_chats(app):
         part.delete_all("delete", gr.Request(username="carol"))
     part.delete_all("DELETE", gr.Request(username="carol"))
     assert chats.export("carol") == [] and len(chats.export("bob")) == 1
+
+
+def test_a_delete_from_an_old_version_keeps_the_newer_one(app):
+    store, demo = app
+    chat = controller(demo)
+    as_user("bob")
+    first = new_chat().with_conversation(Conversation().ask("kept question"))
+    tab1 = library_of(chat.show(ChatLibrary.fresh().put(first)))
+    tab2 = library_of(chat.load(None))
+    library_of(chat.show(tab2.put(tab2.active.with_conversation(Conversation().ask("newer on tab two")))))
+    shown = library_of(chat.show(tab1.delete(first.id)))  # tab one deletes the version it saw
+    assert [c.conversation.turns[0].content for c in shown.chats if c.conversation.turns] == ["newer on tab two"]
+    assert ServerChats(store).version("bob", first.id) is not None
+    assert not ServerChats(store).delete("bob", first.id, revision=1)  # the stored one is at revision 2

@@ -98,10 +98,13 @@ class ServerChats:
                           time.time()))
             return StoredChat(branch, 1, branched_from=chat.id)
 
-    def delete(self, user: str, chat_id: str) -> bool:
+    def delete(self, user: str, chat_id: str, revision: int | None = None) -> bool:
+        """Delete the chat (only while it is still at `revision`, when given: a newer save is kept)."""
+        sql, args = "DELETE FROM chats WHERE user_id = ? AND id = ?", (self._user_id(user), chat_id)
+        if revision is not None:
+            sql, args = sql + " AND revision = ?", (*args, revision)
         with self.db.transaction() as conn:
-            return conn.execute("DELETE FROM chats WHERE user_id = ? AND id = ?",
-                                (self._user_id(user), chat_id)).rowcount > 0
+            return conn.execute(sql, args).rowcount > 0
 
     def delete_all(self, user: str) -> int:
         """Delete-my-data: every chat of the user; how many there were."""

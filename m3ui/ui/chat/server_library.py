@@ -68,10 +68,8 @@ class ServerLibrary:
         if write.get("deleted"):
             if current is None:
                 return False
-            if current[1] != base:
-                return True  # changed elsewhere since this page saw it: kept
-            self.chats.delete(user, chat_id)
-            return False
+            # changed elsewhere since this page saw it (before now, or in between): kept
+            return current[1] != base or not self.chats.delete(user, chat_id, current[0])
         if chat is None or (current is not None and current[1] == write["hash"]):
             return False  # nothing to store, or already stored (another tab wrote the same)
         revision = 0 if current is None else current[0] if current[1] == base else STALE
