@@ -53,18 +53,23 @@ class LoginGuard:
             await refuse(scope, receive, send, 429, f"too many failed logins: try again in {math.ceil(wait)} s",
                          [("retry-after", str(math.ceil(wait)))])
             return
-        status: list[int] = []
+        answered: list[int] = []
 
         async def noting(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                status.append(message["status"])
+            # Counted and audited before the answer leaves: a client never sees the answer to one attempt
+            # before that attempt counts (its next try is throttled, its audit line is already written).
+            if message["type"] == "http.response.start" and not answered:
+                answered.append(message["status"])
+                self._record(which, user, client, keys, message["status"])
             await send(message)
 
         await self.app(scope, replaying(body, receive), noting)
-        if status and status[0] == 200:
+
+    def _record(self, which: str, user: str | None, client: str, keys: list[str], status: int) -> None:
+        if status == 200:
             self.throttle.succeeded(keys)
             AUDIT.info("audit: %s login succeeded for user %r from %s", which, user, client)
-        elif status and status[0] in (400, 401, 403):
+        elif status in (400, 401, 403):
             failures = self.throttle.failed(keys)
             AUDIT.warning("audit: %s login failed for user %r from %s (%d failures in a row)", which, user, client,
                           failures)
