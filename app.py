@@ -25,6 +25,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
 DEFAULT_DATA_DIR = default_data_dir()
+ENDPOINT_KEY_ENV = "M3UI_ENDPOINT_API_KEY"  # --endpoint's key without putting it in argv
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -33,7 +34,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--host", default="127.0.0.1", help="address the UI listens on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=7860, help="UI port (default 7860)")
     p.add_argument("--endpoint", help="attach to a running OpenAI-compatible server, e.g. http://gpu-box:8000")
-    p.add_argument("--api-key", help="API key for --endpoint")
+    p.add_argument("--api-key", default=os.environ.get(ENDPOINT_KEY_ENV) or None,
+                   help=f"API key for --endpoint; visible in `ps`: prefer the {ENDPOINT_KEY_ENV} environment variable")
     p.add_argument("--engine", choices=("sim", "sglang"), help="launch this engine (sglang needs --profile)")
     p.add_argument("--profile", type=Path, help="launch settings saved from the admin panel or `python -m launch`")
     p.add_argument("--fleet", type=Path, metavar="FILE", help="run the fleet FILE describes (engines behind "

@@ -66,6 +66,12 @@ def test_the_environment_still_gives_the_admin_password(monkeypatch):
     assert AccessPolicy.from_env("0.0.0.0", None).admin_password == "from the environment"
 
 
+def test_the_endpoint_key_can_come_from_the_environment_instead_of_argv(monkeypatch):
+    monkeypatch.setenv("M3UI_ENDPOINT_API_KEY", "sk-from-env")
+    assert parse_args(["--endpoint", "http://127.0.0.1:30000"]).api_key == "sk-from-env"
+    assert parse_args(["--endpoint", "http://127.0.0.1:30000", "--api-key", "given"]).api_key == "given"
+
+
 def test_startup_warnings_name_a_short_password_and_an_open_chat():
     short = AccessPolicy("127.0.0.1", "pw123")
     assert any("admin password is short (5 characters)" in w for w in short.warnings())
