@@ -2,7 +2,6 @@
 endpoint of the admin app, enumerated from its own config, refuses anonymous clients and chat users; the
 admin is let through; the main app at / exposes no admin handler at all."""
 
-import json
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -11,6 +10,7 @@ import httpx
 import pytest
 
 from tests.app_process import running_app
+from tests.web_requests import run
 
 ADMIN_PASSWORD = "adm1n-Secret"
 BOB = ("bob", "pw")
@@ -82,23 +82,10 @@ def test_every_admin_endpoint_refuses_anyone_but_the_admin(app, admin_config, wh
     assert "admin_start" in {name for _, name, _ in endpoints}
 
 
-def _run(c: httpx.Client, fn_index: int, data: list) -> dict:
-    session = uuid.uuid4().hex
-    joined = c.post(f"/admin{API}/queue/join", json={"data": data, "fn_index": fn_index, "session_hash": session})
-    assert joined.status_code == 200, joined.text
-    with c.stream("GET", f"/admin{API}/queue/data", params={"session_hash": session}) as events:
-        for line in events.iter_lines():
-            if line.startswith("data:"):
-                message = json.loads(line[5:])
-                if message.get("msg") == "process_completed":
-                    return message
-    raise AssertionError("no process_completed event")
-
-
 def test_the_admin_is_let_through_for_a_harmless_action(app, admin_config):
     log = next(i for i, name, _ in admin_endpoints(admin_config) if name == "admin_log")
     with logged_in(app, "/admin", "admin", ADMIN_PASSWORD) as admin:
-        done = _run(admin, log, ["", False, False])  # filter, problems only, polling
+        done = run(admin, "/admin", log, ["", False, False])  # filter, problems only, polling
     assert done["success"] is True
     assert isinstance(done["output"]["data"][0], str)
 
