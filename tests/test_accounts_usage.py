@@ -3,13 +3,15 @@ time to the person's day; a used-up daily quota refuses the next request before 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from launch.command import Engine
 from launch.supervisor import Supervisor
 from m3ui.accounts import AccountStore
 from m3ui.accounts.meter import AnswerMeter
-from m3ui.accounts.usage import UsageLedger
+from m3ui.accounts.usage import DayUsage, UsageLedger
 from m3ui.chat_session import AnswerRequest
 from m3ui.client import GenerationSettings
 from m3ui.conversation import AssistantTurn, Conversation
@@ -17,6 +19,7 @@ from m3ui.conversation_store import new_chat
 from m3ui.engine_link import EngineLink
 from m3ui.services import simulated_settings
 from m3ui.ui.chat_controls import link_runner
+from m3ui.ui.usage_table import usage_chart, usage_table
 
 
 @pytest.fixture(scope="module")
@@ -70,3 +73,13 @@ def test_a_used_up_quota_refuses_before_sending(link, ledger):
     assert ledger.days("bob")[0].requests == 1, "the refused request is not counted"
     carol = list(runner.answer("s2", ask("carol")))[-1]  # another person's quota is their own
     assert isinstance(carol.chat.conversation.turns[-1], AssistantTurn)
+
+
+def test_the_admin_chart_has_one_bar_per_person_scaled_to_the_heaviest():
+    days = [DayUsage("bob", "2026-12-02", 300, 700, 3, 4.0), DayUsage("ann", "2026-12-02", 100, 150, 1, 1.0),
+            DayUsage("bob", "2026-12-01", 200, 800, 2, 3.0), DayUsage("<x>", "2026-12-01", 0, 0, 1, 0.1)]
+    chart = usage_chart(days)
+    bars = re.findall(r'usage-name">([^<]*)<.*?width:([\d.]+)%.*?figure">([\d,]+)<', chart)
+    assert bars == [("bob", "100.0", "2,000"), ("ann", "12.5", "250"), ("&lt;x&gt;", "0.0", "0")]
+    assert "2026-12-01 to 2026-12-02" in chart
+    assert "m3-usage-chart" in usage_table(days) and "m3-usage-chart" not in usage_table(days, with_user=False)

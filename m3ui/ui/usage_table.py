@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 from m3ui.accounts.usage import DayUsage
@@ -19,4 +20,19 @@ def usage_table(days: Sequence[DayUsage], with_user: bool = True, quota: int | N
         f"<td>{d.tokens:,}</td><td>{d.engine_seconds:,.1f} s</td></tr>" for d in days)
     note = f'<div class="m3a-dim">Daily quota: {quota:,} tokens (prompt + completion).</div>' \
         if quota is not None else ""
-    return f'{note}<table class="m3-usage"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+    chart = usage_chart(days) if with_user else ""
+    return f'{chart}{note}<table class="m3-usage"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+
+
+def usage_chart(days: Sequence[DayUsage]) -> str:
+    """Tokens per person over the days given, as bars scaled to the heaviest user: who uses the engine, at a glance."""
+    totals = Counter[str]()
+    for d in days:
+        totals[d.user] += d.tokens
+    top = max(totals.values(), default=0) or 1
+    bars = "".join(
+        f'<div class="m3-usage-bar"><span class="m3-usage-name">{esc(user)}</span>'
+        f'<span class="m3-usage-fill" style="width:{100 * tokens / top:.1f}%"></span>'
+        f'<span class="m3-usage-figure">{tokens:,}</span></div>' for user, tokens in totals.most_common())
+    span = f"{days[-1].day} to {days[0].day}" if days else ""
+    return f'<div class="m3-usage-chart" title="tokens (prompt + completion), {span}">{bars}</div>'
