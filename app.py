@@ -94,7 +94,7 @@ def start_engine(args: argparse.Namespace, services: object) -> int:
 
     link = services.link  # type: ignore[attr-defined]
     if args.fleet:
-        return start_fleet_file(args.fleet, args.data_dir, link)
+        return start_fleet_file(args.fleet, args.data_dir, services)
     if args.endpoint:
         link.attach(args.endpoint.rstrip("/").removesuffix("/v1"), args.api_key)
         return 0
@@ -115,8 +115,8 @@ def start_engine(args: argparse.Namespace, services: object) -> int:
     return 0 if plan is None or plan.ok else 1
 
 
-def start_fleet_file(path: Path, data_dir: Path, link: object) -> int:
-    """Run the fleet (stopped at exit, after uvicorn) and attach the chat to its router."""
+def start_fleet_file(path: Path, data_dir: Path, services: object) -> int:
+    """Run the fleet (stopped at exit, after uvicorn), attach the chat to its router, and hand it to the admin."""
     from launch.fleet.cli import start_fleet
     from launch.fleet.fleet_file import FleetFileError, load_fleet_file
 
@@ -129,7 +129,8 @@ def start_fleet_file(path: Path, data_dir: Path, link: object) -> int:
     if supervisor is None:
         return 1
     atexit.register(supervisor.stop)
-    link.attach(fleet.router.url, None)  # type: ignore[attr-defined]
+    services.fleet = supervisor  # type: ignore[attr-defined]
+    services.link.attach(fleet.router.url, None)  # type: ignore[attr-defined]
     return 0
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from launch.command import Engine
 from launch.model_config import BUNDLED_M3_CONFIG
@@ -23,6 +24,9 @@ from m3ui.admin.last_good import LastGood
 from m3ui.engine_link import EngineLink
 from m3ui.monitor_service import MonitorService
 
+if TYPE_CHECKING:
+    from launch.fleet.supervisor import FleetSupervisor
+
 log = logging.getLogger("m3ui")
 
 
@@ -35,6 +39,7 @@ class AppServices:
     profiles: ProfileStore
     monitor: MonitorService  # the one background sampler; its target follows `link`
     last_good: LastGood
+    fleet: FleetSupervisor | None = None  # set when the app runs a fleet (`app.py --fleet`)
 
     @classmethod
     def create(cls, data_dir: Path, policy: AccessPolicy) -> AppServices:
