@@ -63,6 +63,7 @@ class WorkerStatus:
     healthy: bool  # as the router sees it
     load: int  # the router's count of its requests in flight there; -1: not in the router
     outages: int  # times it was taken out of the router (died, or restarting)
+    restarts: int = 0  # automatic restarts of a launched worker's engine
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,7 @@ class FleetSupervisor:
         self._router: RouterProcess | None = None
         self._listed: dict[str, RouterWorker] = {}
         self._outages: dict[str, int] = {}
+        self._restarts: dict[str, int] = {}  # a launched worker's URL -> its engine's automatic restarts
         self._ready_seen: dict[str, bool] = {}  # each launched worker's readiness at the last look at the router
         self._next_poll = 0.0
         self._adding: dict[str, float] = {}  # worker URL -> when an addition still unlisted may be repeated
@@ -116,7 +118,7 @@ class FleetSupervisor:
                 self._stop_all()
                 self._state = FleetState.FAILED
                 raise
-            self._outages = {}
+            self._outages, self._restarts = {}, {}
             self._thread = threading.Thread(target=self._watch, name="fleet-watcher", daemon=True)
             self._thread.start()
             return run_dir
@@ -287,13 +289,29 @@ class FleetSupervisor:
                     detail += f"; {snap.auto_restart.describe(time.time())}"
                 workers.append(WorkerStatus(
                     url, engine is not None, snap.state.value if snap else "attached", detail, entry is not None,
-                    bool(entry and entry.healthy), entry.load if entry else -1, self._outages.get(url, 0)))
+                    bool(entry and entry.healthy), entry.load if entry else -1, self._outages.get(url, 0),
+                    self._restarts.get(url, 0)))
             return FleetSnapshot(self._state, self._detail, self.fleet.router.url,
                                  self._router.pid if self._router else None, tuple(workers), self._run_dir)
+
+    def worker_engine(self, url: str) -> Supervisor | None:
+        """The engine supervisor of the launched worker at `url` (None: an attached worker, or none at that URL)."""
+        with self._lock:
+            return self._engines.get(url.rstrip("/"))
 
     def worker_supervisor(self, index: int) -> Supervisor:
         """The engine supervisor of the `index`-th launched worker (0-based): its log, phases and pid."""
         return list(self._engines.values())[index]
+
+    def worker_log(self, url: str, lines: int) -> tuple[str, ...] | None:
+        """The last lines of a launched worker's engine log (its own lines, not the polls); None for a URL that is
+        not a worker launched here."""
+        engine = self._engines.get(url.rstrip("/"))
+        return engine.log_tail(lines) if engine is not None else None
+
+    def router_log(self, lines: int) -> tuple[str, ...]:
+        router = self._router
+        return tuple(router.log_tail(lines)) if router is not None else ()
 
     # --- changing the fleet while it serves ---------------------------------------------------------
 
@@ -302,8 +320,13 @@ class FleetSupervisor:
         self._launched += 1
         engine = Supervisor(self._run_dir / f"worker-{self._launched}", startup_timeout_s=self.startup_timeout_s)
         engine.restart_policy = self.policy
+        engine.on_auto_restart = lambda *_: self._count_restart(worker.url)
         self._engines[worker.url] = engine
         engine.start(worker.settings, worker.engine(self.fleet.engine))
+
+    def _count_restart(self, url: str) -> None:
+        with self._lock:
+            self._restarts[url] = self._restarts.get(url, 0) + 1
 
     def add(self, worker: Worker) -> None:
         """Add a worker while the fleet serves: an attached one joins the router now, a launched one (on this host)
