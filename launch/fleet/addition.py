@@ -1,0 +1,65 @@
+"""A worker to add to a serving fleet, built and checked before anything starts.
+
+A launched worker is the fleet's engine settings (a template: those of a worker launched at start) on a port of
+its own, with its own GPUs and any further changes; an attached one is a URL that must already answer /health.
+`check_addition` runs every check the fleet would run at start on the grown fleet (URLs, duplicates, ports,
+GPUs, NUMA nodes) plus the new engine's own preflight (its port free, its paths, its settings), so a bad addition
+is refused with every reason and nothing is launched or registered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import httpx
+
+from launch.findings import Finding
+from launch.fleet.spec import AttachedWorker, Fleet, LaunchedWorker
+from launch.fleet.validation import validate_fleet
+from launch.preflight import free_port, plan_launch
+from launch.settings import LaunchSettings
+
+HEALTH_TIMEOUT_S = 3.0
+
+
+def taken_ports(fleet: Fleet) -> set[int]:
+    """Ports this host's part of the fleet listens on (the router, its exporter, local workers)."""
+    return {fleet.router.port, fleet.router.metrics_port, *(w.settings.port for w in fleet.local_workers)}
+
+
+def launched_worker(fleet: Fleet, template: LaunchSettings, port: int | None = None, gpus: tuple[int, ...] = (),
+                    changes: dict[str, Any] | None = None) -> LaunchedWorker:
+    """A worker on this host from `template` (plus `changes`), on `port` or on a free one no part of the fleet
+    uses."""
+    if port is None:
+        taken = taken_ports(fleet)
+        port = next(p for p in iter(lambda: free_port(template.host), None) if p not in taken)
+    return LaunchedWorker(template.replace(**(changes or {}), port=port), gpus=gpus)
+
+
+def check_addition(fleet: Fleet, worker: AttachedWorker | LaunchedWorker) -> list[Finding]:
+    """What adding `worker` (attached, or launched on this host) brings: the grown fleet's findings that the fleet
+    did not have, and the new engine's own. Any error means it must not be added."""
+    before = {(f.field, f.message) for f in validate_fleet(fleet)}
+    findings = [f for f in validate_fleet(replace(fleet, workers=(*fleet.workers, worker)))
+                if (f.field, f.message) not in before]
+    if isinstance(worker, LaunchedWorker):
+        findings += plan_launch(worker.settings, worker.engine(fleet.engine)).findings
+    elif not any(f.is_error and f.check == "worker_url" for f in findings):
+        findings += _check_answers(worker)
+    return findings
+
+
+def _check_answers(worker: AttachedWorker) -> list[Finding]:
+    url = f"{worker.url.rstrip('/')}/health"
+    try:
+        with httpx.Client(timeout=HEALTH_TIMEOUT_S, trust_env=False) as client:
+            status = client.get(url).status_code
+    except httpx.HTTPError as exc:
+        return [Finding("error", "url", f"nothing answers at {url} ({type(exc).__name__})",
+                        "start the engine there first, then attach it", check="worker_unreachable")]
+    if status != 200:
+        return [Finding("error", "url", f"{url} answered {status}, not 200: the engine is not ready",
+                        "attach it once it serves", check="worker_unreachable")]
+    return []

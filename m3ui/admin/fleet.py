@@ -1,0 +1,206 @@
+"""The admin's Fleet desk (no Gradio): what the router and each worker are doing, and adding or removing a worker
+while the fleet serves.
+
+It reads the FleetSupervisor's in-memory snapshot (phases, the router's worker list as last seen, restarts) and
+asks the network only for what the snapshot lacks: the router's /health and each worker's own load
+(launch/fleet/worker_load.py), at most every PROBE_S whoever is watching, in parallel with short timeouts. Every
+change is checked whole before anything is launched or registered (launch/fleet/addition.py) and answers an
+Outcome that says what happened or why not.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from launch.fleet.addition import check_addition, launched_worker
+from launch.fleet.router_api import RouterApiError, router_healthy
+from launch.fleet.spec import AttachedWorker, LaunchedWorker
+from launch.fleet.supervisor import FleetState, FleetSupervisor, WorkerStatus
+from launch.fleet.worker_load import LoadUnavailable, WorkerLoad, read_load
+from launch.settings import LaunchSettings, SettingsError, parse_assignment
+from m3ui.admin.console import Outcome
+
+PROBE_S = 3.0
+LOG_LINES = 200
+ROUTER_CHOICE = "router"
+NO_FLEET = "This app runs one engine, not a fleet: start it with `python app.py --fleet FILE` (docs/FLEET.md)."
+
+
+@dataclass(frozen=True)
+class WorkerRow:
+    number: int  # 1-based, as the fleet lists it
+    status: WorkerStatus
+    load: WorkerLoad | None
+    load_note: str  # why there is no load figure ("" when there is one)
+
+
+@dataclass(frozen=True)
+class RouterRow:
+    url: str
+    policy: str
+    state: FleetState
+    detail: str
+    pid: int | None
+    healthy: bool | None  # its /health answered 200; None: not asked (no router process yet)
+
+
+@dataclass(frozen=True)
+class FleetView:
+    router: RouterRow
+    workers: tuple[WorkerRow, ...]
+
+
+class FleetDesk:
+    def __init__(self, fleet: FleetSupervisor | None) -> None:
+        self.fleet = fleet
+        # New launched workers copy the settings of a worker launched at start (the fleet's engine settings).
+        local = fleet.fleet.local_workers if fleet is not None else ()
+        self.template: LaunchSettings | None = local[0].settings if local else None
+        self._lock = threading.Lock()
+        self._probed_at = 0.0
+        self._router_healthy: bool | None = None
+        self._loads: dict[str, WorkerLoad | str] = {}
+
+    @property
+    def active(self) -> bool:
+        return self.fleet is not None
+
+    # --- watching --------------------------------------------------------------------------------------
+
+    def view(self) -> FleetView | None:
+        if self.fleet is None:
+            return None
+        snap = self.fleet.snapshot()
+        probed = [w.url for w in snap.workers if not w.launched or w.state == "ready"]
+        healthy, loads = self._probe(snap.router_url if snap.router_pid else None, probed)
+        rows = []
+        for i, worker in enumerate(snap.workers, 1):
+            load = loads.get(worker.url) if worker.url in probed else "not ready"
+            rows.append(WorkerRow(i, worker, load if isinstance(load, WorkerLoad) else None,
+                                  "" if isinstance(load, WorkerLoad) else load or "not read yet"))
+        router = RouterRow(snap.router_url, self.fleet.fleet.router.policy, snap.state, snap.detail, snap.router_pid,
+                           healthy if snap.router_pid else None)
+        return FleetView(router, tuple(rows))
+
+    def _probe(self, router_url: str | None, workers: list[str]) -> tuple[bool | None, dict[str, WorkerLoad | str]]:
+        """The router's health and each worker's load, asked again once PROBE_S has passed (one asker at a time;
+        the others get the last answers)."""
+        with self._lock:
+            fresh = time.monotonic() < self._probed_at + PROBE_S and set(workers) <= set(self._loads)
+            if fresh:
+                return self._router_healthy, dict(self._loads)
+            with ThreadPoolExecutor(max_workers=8) as pool:
+                health = pool.submit(router_healthy, router_url) if router_url else None
+                answers = dict(zip(workers, pool.map(_load_or_reason, workers), strict=True))
+            self._router_healthy = health.result() if health else None
+            self._loads, self._probed_at = answers, time.monotonic()
+            return self._router_healthy, dict(answers)
+
+    def log(self, choice: str | None) -> str:
+        """The log tail of the router or a worker launched here."""
+        if self.fleet is None:
+            return NO_FLEET
+        if not choice:
+            return "(pick the router or a worker to see its log)"
+        if choice == ROUTER_CHOICE:
+            return "\n".join(self.fleet.router_log(LOG_LINES)) or "(no router log yet)"
+        lines = self.fleet.worker_log(choice, LOG_LINES)
+        if lines is None:
+            return f"{choice} was not launched here: its log is on the machine that runs it."
+        return "\n".join(lines) or "(no engine log yet)"
+
+    def choices(self) -> list[str]:
+        """What the log and remove picker offers: the router, then every worker's URL."""
+        return [ROUTER_CHOICE, *(self.fleet.fleet.worker_urls if self.fleet is not None else ())]
+
+    # --- changing the fleet ----------------------------------------------------------------------------
+
+    def launch(self, port: str, gpus: str, changes: str) -> Outcome:
+        """Launch one more engine here from the fleet's engine settings (a free port unless `port`)."""
+        if self.fleet is None:
+            return Outcome("error", NO_FLEET)
+        if self.template is None:
+            return Outcome("error", "Not launched: this fleet launched no engine here, so there are no engine "
+                                    "settings to copy. Attach a running engine by its URL instead.")
+        try:
+            worker = launched_worker(self.fleet.fleet, self.template, _port(port), _gpus(gpus), _changes(changes))
+        except ValueError as exc:  # SettingsError is one
+            return Outcome("error", f"Not launched: {exc}")
+        return self._add(worker, f"Launching a worker on {worker.url}: it joins the router once it is ready.")
+
+    def attach(self, url: str) -> Outcome:
+        """Put an engine that already runs (here or on another host) behind the router."""
+        if self.fleet is None:
+            return Outcome("error", NO_FLEET)
+        url = (url or "").strip().rstrip("/")
+        if not url:
+            return Outcome("error", "Not attached: give the engine's URL, e.g. http://gpu-b:30000.")
+        return self._add(AttachedWorker(url), f"Attached {url}: the router takes it now.")
+
+    def _add(self, worker: AttachedWorker | LaunchedWorker, done: str) -> Outcome:
+        assert self.fleet is not None
+        verb = "launched" if isinstance(worker, LaunchedWorker) else "attached"
+        findings = tuple(check_addition(self.fleet.fleet, worker))
+        if any(f.is_error for f in findings):
+            return Outcome("error", f"Not {verb}: fix what is listed below.", findings)
+        try:
+            self.fleet.add(worker)
+        except (ValueError, RuntimeError) as exc:  # RouterApiError is a RuntimeError
+            return Outcome("error", f"Not {verb}: {exc}")
+        return Outcome("warning" if findings else "ok", done, findings)
+
+    def remove(self, url: str | None) -> Outcome:
+        """Take a worker out of the router and the fleet; one launched here is stopped."""
+        if self.fleet is None:
+            return Outcome("error", NO_FLEET)
+        if not url or url == ROUTER_CHOICE:
+            return Outcome("error", "Not removed: pick a worker first.")
+        launched = any(w.url == url and w.launched for w in self.fleet.snapshot().workers)
+        try:
+            self.fleet.remove(url)
+        except (ValueError, RouterApiError) as exc:
+            return Outcome("error", f"Not removed: {exc}")
+        return Outcome("ok", f"Removed {url} from the router" + (" and stopped it." if launched else
+                                                                  "; it keeps running where it was started."))
+
+
+def _load_or_reason(url: str) -> WorkerLoad | str:
+    try:
+        return read_load(url)
+    except LoadUnavailable as exc:
+        return str(exc)
+
+
+def _port(text: str) -> int | None:
+    text = (text or "").strip()
+    if not text:
+        return None
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise ValueError(f"port {text!r} is not a number from 1 to 65535 (leave it empty for a free one)")
+    return int(text)
+
+
+def _gpus(text: str) -> tuple[int, ...]:
+    items = [item.strip() for item in (text or "").replace(" ", ",").split(",") if item.strip()]
+    if not all(item.isdigit() for item in items):
+        raise ValueError(f"GPUs {text!r}: list GPU numbers, e.g. 2,3")
+    return tuple(int(item) for item in items)
+
+
+def _changes(text: str) -> dict[str, Any]:
+    """`field=value` lines (as `--set` takes them) over the fleet's engine settings."""
+    changes: dict[str, Any] = {}
+    for line in (text or "").splitlines():
+        if line.strip():
+            try:
+                name, value = parse_assignment(line.strip())
+            except SettingsError as exc:
+                raise ValueError(f"setting {line.strip()!r}: {exc}") from None
+            changes[name] = value
+    if "port" in changes:
+        raise ValueError("set the port in its own field")
+    return changes

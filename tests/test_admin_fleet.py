@@ -1,0 +1,175 @@
+"""The admin's Fleet desk (m3ui/admin/fleet.py) on one real fleet for the module: the real sglang-router in front
+of a simulated worker launched here. It shows the router and each worker as they are; bad additions are refused
+with their reasons before anything starts; an attached and a launched worker join the router and are removed
+again (the launched one stopped, the attached one left running); a worker that dies is counted as restarted."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+from launch.fleet.fleet_file import fleet_from_mapping
+from launch.fleet.router_api import list_workers
+from launch.fleet.supervisor import FleetState, FleetSupervisor
+from m3ui.admin.fleet import NO_FLEET, ROUTER_CHOICE, FleetDesk
+from tests.fleet_process import free_block
+from tests.sim_process import FAST_ENV, free_port, running_sim, sim_settings
+
+pytest.importorskip("sglang_router")
+
+
+def until(condition: Callable[[], bool], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FleetSupervisor]:
+    with pytest.MonkeyPatch.context() as env:
+        for key, value in FAST_ENV.items():
+            env.setenv(key, value)
+        # As `app.py --fleet` reads it: the simulated engine on the bundled M3-shaped config (passes preflight).
+        spec = fleet_from_mapping({"engine": "sim", "router": {"port": free_block(2)},
+                                   "base": {"preset": "single-gpu", "set": {"host": "127.0.0.1"}},
+                                   "workers": [{"port": free_port()}]})
+        supervisor = FleetSupervisor(spec, tmp_path_factory.mktemp("fleet"))
+        supervisor.start()
+        try:
+            assert supervisor.wait_ready(120), supervisor.snapshot()
+            yield supervisor
+        finally:
+            supervisor.stop()
+
+
+@pytest.fixture
+def desk(fleet: FleetSupervisor) -> FleetDesk:
+    return FleetDesk(fleet)
+
+
+def router_urls(fleet: FleetSupervisor) -> set[str]:
+    return {w.url for w in list_workers(fleet.fleet.router.url) if w.healthy}
+
+
+def worker_dirs(fleet: FleetSupervisor) -> list[Path]:
+    run_dir = fleet.snapshot().run_dir
+    assert run_dir is not None
+    return sorted(run_dir.glob("worker-*"))
+
+
+def test_the_desk_shows_the_router_and_each_worker(fleet: FleetSupervisor, desk: FleetDesk) -> None:
+    view = desk.view()
+    assert view is not None
+    assert (view.router.url, view.router.policy, view.router.state) == (fleet.fleet.router.url, "cache_aware",
+                                                                        FleetState.READY)
+    assert view.router.healthy is True and view.router.pid == fleet.snapshot().router_pid
+    (row,) = view.workers
+    first = fleet.fleet.worker_urls[0]
+    assert (row.number, row.status.url, row.status.launched, row.status.state) == (1, first, True, "ready")
+    assert row.status.in_router and row.status.healthy and row.status.restarts == 0
+    assert row.load is not None and row.load_note == "", row.load_note  # read from the worker itself
+    assert desk.choices() == [ROUTER_CHOICE, first]
+    assert "ready to roll" in desk.log(first)
+    assert "/v1/loads" not in desk.log(first)  # the desk's own reads stay out of the log it shows
+    assert desk.log(ROUTER_CHOICE).strip()
+    assert "was not launched here" in desk.log("http://127.0.0.1:9")
+
+
+def test_bad_additions_are_refused_before_anything_starts(fleet: FleetSupervisor, desk: FleetDesk) -> None:
+    first = fleet.fleet.worker_urls[0]
+    before = (fleet.fleet.workers, worker_dirs(fleet), router_urls(fleet))
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        refusals = {
+            "gpu-b:30000": desk.attach("gpu-b:30000"),
+            "duplicate": desk.attach(first + "/"),
+            "nothing there": desk.attach(f"http://127.0.0.1:{free_port()}"),
+            "empty": desk.attach("  "),
+            "port text": desk.launch("30a", "", ""),
+            "port in use": desk.launch(str(taken), "", ""),
+            "router's port": desk.launch(str(fleet.fleet.router.port), "", ""),
+            "unknown setting": desk.launch("", "", "no_such_field=1"),
+            "bad gpus": desk.launch("", "zero", ""),
+            "no worker picked": desk.remove(ROUTER_CHOICE),
+            "not a worker": desk.remove("http://127.0.0.1:9"),
+        }
+    said = {what: " ".join([o.message, *(f.message for f in o.findings)]) for what, o in refusals.items()}
+    assert all(o.level == "error" for o in refusals.values()), said
+    assert "is not an http(s)://HOST:PORT address" in said["gpu-b:30000"]
+    assert f"{first} is also worker 1" in said["duplicate"]
+    assert "nothing answers at" in said["nothing there"]
+    assert "give the engine's URL" in said["empty"]
+    assert "port '30a' is not a number" in said["port text"]
+    assert f"port {taken} on 127.0.0.1 is already in use" in said["port in use"]
+    assert f"both use port {fleet.fleet.router.port}" in said["router's port"]
+    assert "no_such_field" in said["unknown setting"]
+    assert "list GPU numbers" in said["bad gpus"]
+    assert "pick a worker first" in said["no worker picked"]
+    assert "is not a worker of this fleet" in said["not a worker"]
+    assert (fleet.fleet.workers, worker_dirs(fleet), router_urls(fleet)) == before  # nothing started or listed
+
+
+def test_workers_attached_and_launched_join_the_router_and_leave_it(fleet: FleetSupervisor, desk: FleetDesk) -> None:
+    first = fleet.fleet.worker_urls[0]
+    with running_sim(sim_settings(free_port())) as outside:
+        done = desk.attach(outside.url)
+        assert done.level == "ok", done
+        until(lambda: router_urls(fleet) == {first, outside.url})
+        launched = desk.launch("", "", "")
+        assert launched.level == "ok", launched
+        (added,) = set(fleet.fleet.worker_urls) - {first, outside.url}
+        until(lambda: router_urls(fleet) == {first, outside.url, added})
+        until(lambda: fleet.state is FleetState.READY)
+        view = desk.view()
+        assert view is not None
+        rows = {row.status.url: row for row in view.workers}
+        assert [(rows[u].number, rows[u].status.launched) for u in (first, outside.url, added)] == [
+            (1, True), (2, False), (3, True)]
+        assert all(row.status.healthy and row.load is not None for row in rows.values())
+        assert desk.choices() == [ROUTER_CHOICE, first, outside.url, added]
+        pid = fleet.worker_supervisor(1).snapshot().pid
+        assert pid is not None
+
+        gone = desk.remove(added)
+        assert gone.level == "ok" and "stopped it" in gone.message, gone
+        until(lambda: router_urls(fleet) == {first, outside.url})
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+        left = desk.remove(outside.url)
+        assert left.level == "ok" and "keeps running" in left.message, left
+        until(lambda: router_urls(fleet) == {first})
+        assert httpx.get(f"{outside.url}/health", timeout=5).status_code == 200
+        assert desk.remove(first).level == "error"  # the last worker stays: stopping the fleet is not removing
+    assert fleet.fleet.worker_urls == (first,)
+
+
+def test_a_worker_that_dies_is_shown_restarted(fleet: FleetSupervisor, desk: FleetDesk) -> None:
+    first = fleet.fleet.worker_urls[0]
+    pid = fleet.worker_supervisor(0).snapshot().pid
+    assert pid is not None
+    psutil.Process(pid).kill()
+
+    def restarted() -> bool:
+        view = desk.view()
+        assert view is not None
+        (row,) = view.workers
+        return row.status.restarts == 1 and row.status.healthy and row.status.state == "ready"
+
+    until(restarted, 60)
+    assert router_urls(fleet) == {first}
+
+
+def test_without_a_fleet_every_action_says_how_to_run_one() -> None:
+    desk = FleetDesk(None)
+    assert desk.view() is None and not desk.active
+    assert desk.choices() == [ROUTER_CHOICE]
+    for outcome in (desk.launch("", "", ""), desk.attach("http://127.0.0.1:1"), desk.remove("http://x:1")):
+        assert (outcome.level, outcome.message) == ("error", NO_FLEET)
