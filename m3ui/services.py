@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,6 +22,7 @@ from m3ui.accounts.meter import AnswerMeter
 from m3ui.accounts.usage import UsageLedger
 from m3ui.admin.last_good import LastGood
 from m3ui.engine_link import EngineLink
+from m3ui.monitor.fleet import FleetMonitor
 from m3ui.monitor_service import MonitorService
 
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ class AppServices:
     monitor: MonitorService  # the one background sampler; its target follows `link`
     last_good: LastGood
     fleet: FleetSupervisor | None = None  # set when the app runs a fleet (`app.py --fleet`)
+    fleet_monitor: FleetMonitor = field(init=False)  # each worker behind a router, for the Monitor tab
 
     @classmethod
     def create(cls, data_dir: Path, policy: AccessPolicy) -> AppServices:
@@ -58,7 +60,10 @@ class AppServices:
             log.warning("recovery: %s", result.message)
         monitor = MonitorService(link)
         monitor.start()
-        return cls(data_dir, policy, supervisor, link, ProfileStore(data_dir / "profiles"), monitor, last_good)
+        services = cls(data_dir, policy, supervisor, link, ProfileStore(data_dir / "profiles"), monitor, last_good)
+        services.fleet_monitor = FleetMonitor(link, lambda: services.fleet)
+        services.fleet_monitor.start()
+        return services
 
     @property
     def usage(self) -> UsageLedger | None:
@@ -76,6 +81,7 @@ class AppServices:
         return self.monitor.answer_gpu_hit_rate(t0, t1)
 
     def close(self) -> None:
+        self.fleet_monitor.stop()
         self.monitor.stop()
         self.supervisor.close()
 

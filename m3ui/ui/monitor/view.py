@@ -10,7 +10,7 @@ all while the tab is hidden (its timer is off).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import gradio as gr
@@ -22,6 +22,7 @@ from m3ui.services import AppServices
 from m3ui.ui.monitor import frames
 from m3ui.ui.monitor.engine_html import engine_panel, headline
 from m3ui.ui.monitor.experts_html import experts_panel, rankings_panel
+from m3ui.ui.monitor.fleet_html import fleet_expert_updates, workers_table
 from m3ui.ui.monitor.machine_html import cpu_panel, gpu_panel
 from m3ui.ui.monitor.placement_html import placement_panel
 
@@ -86,13 +87,20 @@ def refresh(services: AppServices, seen: Seen) -> tuple[Any, ...]:
     never with the expert panel, so that no refresh weighs much more than the heatmap (~15 kB)."""
     sampler, status = services.monitor.sampler, services.link.status()
     snapshot, now = sampler.latest(), time.time()
+    fleet = services.fleet_monitor.latest()
+    if fleet.active:  # the app's engine is a router: the figures are its workers' (m3ui/monitor/fleet.py)
+        snapshot = replace(snapshot, engine=fleet.total, experts=fleet.experts)
     experts_new = snapshot.experts.time != seen.experts_at
     charts_due = now - seen.charts_at >= CHARTS_EVERY_S and not experts_new
-    experts = _expert_updates(services, snapshot, status.simulated) if experts_new else (gr.skip(),) * 4
-    charts = (_chart_updates(snapshot, sampler.history(since=now - CHART_SPAN_S)) if charts_due
-              else (gr.skip(),) * 7)
+    experts = ((fleet_expert_updates(fleet) if fleet.active else _expert_updates(services, snapshot, status.simulated))
+               if experts_new else (gr.skip(),) * 4)
+    history = sampler.history(since=now - CHART_SPAN_S) if charts_due else None
+    if history is not None and fleet.active:
+        history = replace(history, engine=services.fleet_monitor.history(since=now - CHART_SPAN_S), experts=())
+    charts = _chart_updates(snapshot, history) if history is not None else (gr.skip(),) * 7
     return (
-        headline(snapshot, status), engine_panel(snapshot.engine, status), gpu_panel(snapshot.gpu, status.simulated),
+        headline(snapshot, status) + workers_table(fleet), engine_panel(snapshot.engine, status),
+        gpu_panel(snapshot.gpu, status.simulated),
         cpu_panel(snapshot.cpu, status.simulated), *experts, *charts,
         Seen(snapshot.experts.time, now if charts_due else seen.charts_at),
     )
