@@ -2,6 +2,10 @@
 
 sglang answers `/health` 503 until its warm-up request ends; `/health` is never behind the API key but
 `/v1/models` is (ENGINE_CONTRACT.md §3). The probe never raises: a failure is data with its reason.
+
+A supervisor probes its engine every few seconds for as long as it runs, so `ReadinessProbe` keeps one client
+per engine: building an httpx client builds an SSL context from certifi's bundle (~100 ms of CPU), which cost
+far more than the two GETs, and a plain http:// engine needs no certificate store at all.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import httpx
 from launch.settings import LaunchSettings
 
 PROBE_TIMEOUT_S = 2.0
+KEEPALIVE_S = 1.0  # below uvicorn's 5 s keep-alive: one check reuses its connection, the next opens afresh
 _WILDCARD_HOSTS = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}
 
 
@@ -34,25 +39,50 @@ def engine_url(settings: LaunchSettings) -> str:
     return f"http://{host}:{settings.port}"
 
 
-def probe_readiness(base_url: str, api_key: str | None = None, timeout_s: float = PROBE_TIMEOUT_S) -> Readiness:
-    """One readiness check of the engine at `base_url` (e.g. http://127.0.0.1:30000)."""
-    base = base_url.rstrip("/")
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    try:
-        with httpx.Client(timeout=timeout_s, trust_env=False) as client:
-            health = client.get(f"{base}/health")
+class ReadinessProbe:
+    """Readiness checks of one engine over one client, kept until `close()`. Thread-safe (httpx.Client is)."""
+
+    def __init__(self, base_url: str, api_key: str | None = None, timeout_s: float = PROBE_TIMEOUT_S) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        # verify=False on http:// only skips loading a CA bundle it would never use; https:// keeps verifying.
+        # Connections live shorter than any server's keep-alive, so a check never meets one the server closed.
+        self._client = httpx.Client(timeout=timeout_s, trust_env=False,
+                                    verify=not self.base_url.startswith("http://"),
+                                    limits=httpx.Limits(keepalive_expiry=KEEPALIVE_S))
+
+    def check(self) -> Readiness:
+        base = self.base_url
+        try:
+            health = self._client.get(f"{base}/health")
             if health.status_code != 200:
                 return Readiness(False, health.status_code, error=f"/health answered {health.status_code}")
-            models = client.get(f"{base}/v1/models", headers=headers)
-    except (httpx.HTTPError, httpx.InvalidURL) as exc:  # InvalidURL (e.g. a bad port) is not an HTTPError
-        return Readiness(False, error=f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
-    if models.status_code != 200:
-        return Readiness(False, 200, models.status_code, error=f"/v1/models answered {models.status_code}")
-    cards = _model_cards(models)
-    ids = tuple(str(m["id"]) for m in cards if m.get("id") is not None)
-    if not ids:
-        return Readiness(False, 200, 200, error="/v1/models lists no model")
-    return Readiness(True, 200, 200, ids, simulated=any(m.get("m3ui_simulated") is True for m in cards))
+            models = self._client.get(f"{base}/v1/models", headers=self._headers)
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:  # InvalidURL (e.g. a bad port) is not an HTTPError
+            return Readiness(False, error=f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+        if models.status_code != 200:
+            return Readiness(False, 200, models.status_code, error=f"/v1/models answered {models.status_code}")
+        cards = _model_cards(models)
+        ids = tuple(str(m["id"]) for m in cards if m.get("id") is not None)
+        if not ids:
+            return Readiness(False, 200, 200, error="/v1/models lists no model")
+        return Readiness(True, 200, 200, ids, simulated=any(m.get("m3ui_simulated") is True for m in cards))
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> ReadinessProbe:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def probe_readiness(base_url: str, api_key: str | None = None, timeout_s: float = PROBE_TIMEOUT_S) -> Readiness:
+    """One readiness check of the engine at `base_url` (e.g. http://127.0.0.1:30000); to check the same engine
+    again and again, keep a ReadinessProbe instead."""
+    with ReadinessProbe(base_url, api_key, timeout_s) as probe:
+        return probe.check()
 
 
 def _model_cards(response: httpx.Response) -> list[dict[str, object]]:

@@ -27,7 +27,7 @@ from launch.command import Command, Engine, build_command, key_in_config_file
 from launch.config_file import secret_config_path, write_secret_config
 from launch.diagnosis import Diagnosis, FailureCause, SizingContext, diagnose, timeout_diagnosis
 from launch.engine_log import LogFollower
-from launch.health import Readiness, engine_url, probe_readiness
+from launch.health import Readiness, ReadinessProbe, engine_url
 from launch.phases import PHASE_ORDER, Phase, PhaseTracker
 from launch.private_files import write_private
 from launch.process_group import create_time, is_running, spawn, surviving_group, terminate_group
@@ -38,7 +38,9 @@ from launch.settings import LaunchSettings
 
 DEFAULT_STARTUP_TIMEOUT_S = 3600.0  # M3 reads ~465 GB of experts into CPU RAM before serving
 TICK_S = 0.2
-READY_PROBE_INTERVAL_S = 2.0
+# Once ready a managed engine's death shows at the next tick (its process); the probe only refreshes what it
+# serves, and tells when an attached engine went away.
+READY_PROBE_INTERVAL_S = 5.0
 WAITING_PROBE_INTERVAL_S = 0.5  # an attached endpoint that is not answering yet
 EXIT_CLEANUP_GRACE_S = 3.0
 LOG_FILE_NAME = "engine.log"
@@ -255,18 +257,19 @@ class Supervisor:
 
     def _watch_loop(self, run: _Run) -> None:
         next_probe = 0.0
-        while not run.stop_event.wait(self.tick_s):
-            if run.mode == "managed":
-                self._drain(run)
-                if not self._alive(run):
-                    self._on_exit(run)
-                    return
-                if time.time() - run.started_at > self.startup_timeout_s and self._state is EngineState.STARTING:
-                    self._on_timeout(run)
-                    return
-            if time.monotonic() >= next_probe and self._probe_due(run):
-                self._on_probe(run, probe_readiness(run.url, run.api_key))
-                next_probe = time.monotonic() + self._probe_interval(run)
+        with ReadinessProbe(run.url, run.api_key) as probe:  # one client for the run's whole life
+            while not run.stop_event.wait(self.tick_s):
+                if run.mode == "managed":
+                    self._drain(run)
+                    if not self._alive(run):
+                        self._on_exit(run)
+                        return
+                    if time.time() - run.started_at > self.startup_timeout_s and self._state is EngineState.STARTING:
+                        self._on_timeout(run)
+                        return
+                if time.monotonic() >= next_probe and self._probe_due(run):
+                    self._on_probe(run, probe.check())
+                    next_probe = time.monotonic() + self._probe_interval(run)
 
     def _drain(self, run: _Run, final: bool = False) -> None:
         assert run.follower is not None
