@@ -56,8 +56,22 @@ def session(client: Client, index: int, until: float) -> tuple[list[str], list[s
         if "locked" in repr(result).lower():
             errors.append(repr(result)[:300])
         sent.append(text)
+        stream_closed(client)
     client.close()
     return sent, errors
+
+
+def stream_closed(client: Client, limit_s: float = 10.0) -> None:
+    """Wait until the client's event stream is closed, as the server closes it after each answer.
+
+    gradio_client 2.7.2 races here: a call sent while the stream that carried the previous answer is still
+    open is registered on that stream, and when its close message arrives a moment later the new call is
+    failed with a bare CancelledError (client.py `send_data`/`close_stream`). Waiting for that close before
+    the next call makes an error counted below the app's, not the test client's.
+    """
+    until = time.monotonic() + limit_s
+    while client.stream_open and time.monotonic() < until:
+        time.sleep(0.005)
 
 
 def test_every_message_is_stored_exactly_once(app):
@@ -76,7 +90,7 @@ def test_every_message_is_stored_exactly_once(app):
     finally:
         store.close()
     print(f"{len(sent)} messages from {SESSIONS} sessions in {SECONDS:g} s; {sum(stored.values())} stored")
-    assert not errors, errors[:5]
+    assert not errors, (errors[:5], app.log()[-4000:])
     assert len(sent) >= SESSIONS  # every session got at least one answer in
     assert all(stored[text] == 1 for text in sent), [t for t in sent if stored[t] != 1][:5]
     assert sum(stored.values()) == len(sent)
