@@ -16,6 +16,7 @@ import gradio as gr
 
 from m3ui.owned_temp_dir import owned_temp_dir
 from m3ui.services import AppServices
+from m3ui.ui.absent_modules import mark_absent
 from m3ui.ui.account_view import build_account_tab
 from m3ui.ui.admin.view import build_admin_app
 from m3ui.ui.chat_view import build_chat_tab
@@ -61,6 +62,7 @@ def build_main_app(services: AppServices) -> gr.Blocks:
 
 def build_asgi_app(services: AppServices) -> fastapi.FastAPI:
     """Both apps, behind the HTTP guards of m3ui.web (Host, Origin, admin token, logins, API calls)."""
+    mark_absent()  # Gradio's per-event `import matplotlib` then fails at once (m3ui.ui.absent_modules)
     app = fastapi.FastAPI(title=TITLE, docs_url=None, redoc_url=None, openapi_url=None)
     policy = services.policy
     css = page_css()
