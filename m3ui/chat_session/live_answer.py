@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 
 from m3ui.chat_session.answer_run import ApprovalDecided, ApprovalRequested, RunEvent
 from m3ui.chat_session.transcript import CallView, StepView
+from m3ui.chat_session.worker_lost import WorkerLost
 from m3ui.client.events import (
     ContentDelta,
     Finished,
@@ -116,7 +117,7 @@ class LiveAnswer:
     def steps(self) -> tuple[StepView, ...]:
         return tuple(step.view() for step in self._steps)
 
-    def settle(self, chat: SavedChat, engine_failure: str | None = None) -> SavedChat:
+    def settle(self, chat: SavedChat, engine_failure: str | WorkerLost | None = None) -> SavedChat:
         """The chat with this finished answer saved: every turn the loop completed, plus the partial text of a
         failed step (nothing received is lost), plus a note when it did not simply answer (with the engine's
         diagnosis, `engine_failure`, when it died meanwhile)."""
@@ -136,7 +137,8 @@ class LiveAnswer:
         return saved.add_notes(note) if note else saved
 
 
-def outcome_note(finished: LoopFinished, after_turn: int, engine_failure: str | None = None) -> ChatNote | None:
+def outcome_note(finished: LoopFinished, after_turn: int,
+                 engine_failure: str | WorkerLost | None = None) -> ChatNote | None:
     """What to say after the answer, if anything; `engine_failure` is the engine's own diagnosis when it died."""
     if finished.outcome == "cancelled":
         return ChatNote(after_turn, "stopped", STOPPED_TEXT)
@@ -155,8 +157,10 @@ def outcome_note(finished: LoopFinished, after_turn: int, engine_failure: str | 
     return None
 
 
-def error_text(error: StreamError | None, message: str, engine_failure: str | None = None) -> str:
+def error_text(error: StreamError | None, message: str, engine_failure: str | WorkerLost | None = None) -> str:
     """One plain message: what happened (the engine's own diagnosis when it died) and what to do."""
+    if isinstance(engine_failure, WorkerLost):  # on a fleet: the router serves on with the other workers
+        return engine_failure.text
     if engine_failure:
         return f"The answer broke off because the engine stopped. {engine_failure} {AFTER_RESTART_HINT}"
     what = error.message if error is not None else f"{message[:1].upper()}{message[1:]}"

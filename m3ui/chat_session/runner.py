@@ -14,6 +14,7 @@ from m3ui.chat_session.answer_run import AnswerRun, RunRegistry
 from m3ui.chat_session.clients import ClientPool
 from m3ui.chat_session.live_answer import LiveAnswer, not_ready_note
 from m3ui.chat_session.transcript import CallView, StepView
+from m3ui.chat_session.worker_lost import WorkerLost
 from m3ui.client import EndpointConfig, ErrorKind, GenerationSettings
 from m3ui.conversation import LoopOptions
 from m3ui.conversation_store import ChatNote, SavedChat
@@ -24,8 +25,8 @@ log = logging.getLogger(__name__)
 AnswerPhase = Literal["started", "streaming", "answered", "done"]
 # (start, end) wall-clock seconds of one answer -> share of expert activations served by the GPU meanwhile
 AnswerHitRate = Callable[[float, float], float | None]
-# The engine's own one-line diagnosis when it died or failed (None while it is fine)
-EngineFailure = Callable[[], str | None]
+# The engine's own one-line diagnosis when it died or failed, or on a fleet the worker lost (None while it is fine)
+EngineFailure = Callable[[], str | WorkerLost | None]
 # An answer that broke off this way may mean the engine died: its supervisor notices within a tick or two
 DEATH_SIGNS: frozenset[ErrorKind] = frozenset({"dropped", "connection"})
 FAILURE_WAIT_S = 2.0
@@ -116,7 +117,7 @@ class ChatRunner:
             run.stop()  # no-op once finished; when the consumer left early, the engine must see a disconnect
             self.runs.end(session, run)
 
-    def _failure_behind(self, live: LiveAnswer) -> str | None:
+    def _failure_behind(self, live: LiveAnswer) -> str | WorkerLost | None:
         """The engine's diagnosis when the answer broke off because the engine died, else None."""
         finished = live.finished
         if self._engine_failure is None or finished is None or finished.error is None \

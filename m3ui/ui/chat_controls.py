@@ -9,6 +9,7 @@ import gradio as gr
 
 from m3ui.accounts.meter import AnswerMeter
 from m3ui.chat_session import AnswerHitRate, ChatRunner
+from m3ui.chat_session.worker_lost import answer_failure
 from m3ui.client import THINKING_MODES, EndpointConfig, GenerationSettings, SettingsError, validate_thinking_mode
 from m3ui.engine_link import EngineLink
 from m3ui.services import AppServices
@@ -62,9 +63,9 @@ def chat_runner(services: AppServices) -> ChatRunner:
 def link_runner(link: EngineLink, hit_rate: AnswerHitRate | None = None,
                 meter: AnswerMeter | None = None) -> ChatRunner:
     """A runner on the engine `link` follows; an answer the engine's death broke off says what the engine's
-    diagnosis says."""
+    diagnosis says (on a fleet: that its worker stopped, and how many healthy ones are left)."""
     return ChatRunner(lambda: chat_endpoint(link), lambda: link.status().label, hit_rate,
-                      lambda: link.status().failure, meter)
+                      lambda: answer_failure(link), meter)
 
 
 def chat_endpoint(link: EngineLink) -> EndpointConfig | None:
