@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import ipaddress
 import logging
 import os
 import sqlite3
@@ -48,6 +49,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
                    help="also answer requests for this host name (repeatable; *.example.org allowed); loopback "
                    "names and the --host address are always allowed, any other Host header is refused")
+    p.add_argument("--trusted-proxy", action="append", default=[], metavar="ADDRESS",
+                   help="a reverse proxy in front of the app (repeatable): its X-Forwarded-For names the client in "
+                   "the login throttle and audit log. Without one those headers are ignored, so no local process "
+                   "can pose as another client")
     p.add_argument("--chat-user", action="append", default=[], metavar="USER:PASSWORD",
                    help="an account for chat (repeatable; created or its password set at start). Any account "
                    "makes the chat ask for a login: `python -m m3ui.users add NAME` adds one without a password "
@@ -68,6 +73,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for item in args.chat_user:
         if ":" not in item or not item.split(":", 1)[0]:
             p.error(f"--chat-user {item!r}: use USER:PASSWORD")
+    for address in args.trusted_proxy:
+        try:
+            ipaddress.ip_address(address)
+        except ValueError:
+            p.error(f"--trusted-proxy {address!r}: give the proxy's IP address, e.g. 127.0.0.1")
     for name in args.allowed_host:
         if problem := check_allowed_host(name):
             p.error(f"--allowed-host {name!r}: {problem}")
@@ -180,7 +190,10 @@ def main(argv: list[str] | None = None) -> int:
         url = browse_url(args.host, args.port)
         token = f"?token={policy.admin_token}" if policy.admin_open_locally else ""
         print(f"m3ui: {url}" + (f"  (admin: {url}admin/{token})" if policy.admin_served else ""), flush=True)
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        # uvicorn's default trusts X-Forwarded-For from 127.0.0.1: any local process could then pick the address
+        # the login throttle counts; only a named proxy is believed
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning", proxy_headers=bool(args.trusted_proxy),
+                    forwarded_allow_ips=args.trusted_proxy or None)
         return 0
     finally:
         services.close()

@@ -55,3 +55,16 @@ def test_wrong_logins_are_throttled_per_client_and_user_and_audited(app):
 def test_the_password_file_is_read_and_never_on_the_command_line(app):
     assert ADMIN_PASSWORD not in " ".join(app.process.args)
     assert "admin password is short" not in app.log() and "visible to every user" not in app.log()
+
+
+def test_a_forged_forwarded_for_header_does_not_escape_the_client_throttle(app):
+    """Without --trusted-proxy, X-Forwarded-For is ignored: a local process cannot pose as a new client for
+    each guess (uvicorn's default believes it from 127.0.0.1), and the audit log names the real address."""
+    with from_address(app, "127.0.0.3") as c:
+        answers = [c.post("/login", data={"username": f"guess-user-{n}", "password": "x"},
+                          headers={"X-Forwarded-For": f"203.0.113.{n}"}).status_code for n in range(FREE_FAILURES + 3)]
+    assert answers[:FREE_FAILURES] == [400] * FREE_FAILURES
+    assert set(answers[FREE_FAILURES:]) == {429}, answers
+    log = app.log()
+    assert "audit: chat login throttled for user 'guess-user-" in log and "from 127.0.0.3" in log
+    assert "203.0.113." not in log
