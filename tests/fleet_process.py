@@ -3,6 +3,7 @@ router's from its own output, each worker's from its state file), and always sto
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -110,3 +111,16 @@ def start_fleet(args: Sequence[str], run_root: Path, env: dict[str, str] | None 
 
     threading.Thread(target=read, daemon=True).start()
     return fleet
+
+
+def write_fleet_file(folder: Path, workers: int = 2, policy: str = "round_robin") -> tuple[Path, str]:
+    """A fleet file for `app.py --fleet`: `workers` simulated engines recording expert routing (the stat recorder,
+    GPU masks dumped) behind the router on free ports; the file and the router's URL."""
+    router_port, first = free_block(2), free_block(workers)
+    recorder = {"expert_distribution_recorder_mode": "stat", "expert_distribution_recorder_buffer_size": -1,
+                "record_kt_gpu_expert_distribution": True}
+    path = folder / "fleet.json"
+    path.write_text(json.dumps({"engine": "sim", "router": {"port": router_port, "policy": policy},
+                                "base": {"preset": "single-gpu", "set": {"host": "127.0.0.1", **recorder}},
+                                "workers": [{"port": first + i} for i in range(workers)]}))
+    return path, f"http://127.0.0.1:{router_port}"
