@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from launch.advice import SizingInputs, advise, format_advice
@@ -20,6 +21,7 @@ from launch.model_config import BUNDLED_M3_CONFIG, ModelConfigError, load_model_
 from launch.placement_plan.cli import add_placement_parser
 from launch.presets import PRESETS, preset
 from launch.profile import ProfileError, load_profile
+from launch.restart_policy import RestartPolicy
 from launch.settings import LaunchSettings, SettingsError, parse_assignment
 from launch.sizing import GB
 
@@ -124,18 +126,25 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not plan.ok:
         return 1
     supervisor = Supervisor(args.run_root)
+    supervisor.set_restart_policy(_restart_policy(args))
     install_signal_handlers(supervisor)
     supervisor.start(settings, engine, moe_layers=plan.shape.num_moe_layers if plan.shape else None)
-    last = ""
+    last, shown_attempt = "", 0
     try:
         while True:
             snap = supervisor.snapshot()
             now = f"{snap.state.value}: {snap.phase_detail}"
-            if now != last:
+            auto = snap.auto_restart if snap.state.value == "failed" else None
+            if now != last or (auto is not None and auto.due_at is not None and auto.attempt != shown_attempt):
                 print(f"[{snap.elapsed:6.1f}s] {now}", flush=True)
+                if auto is not None:  # a death: why, then what happens next
+                    if snap.diagnosis:
+                        print(snap.diagnosis.render(), flush=True)
+                    print(auto.describe(time.time()), flush=True)
+                    shown_attempt = auto.attempt
                 last = now
-            if snap.state.value == "failed":
-                if snap.diagnosis:
+            if snap.state.value == "failed" and (auto is None or auto.gave_up):
+                if auto is None and snap.diagnosis:
                     print(snap.diagnosis.render(), flush=True)
                 return 1
             if snap.state.value == "stopped":
@@ -145,6 +154,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 0
     finally:
         supervisor.close()
+
+
+def _restart_policy(args: argparse.Namespace) -> RestartPolicy:
+    """The profile's auto-restart policy; --auto-restart turns it on (with its limits, or the defaults)."""
+    policy = load_profile(args.profile).restart if args.profile else RestartPolicy()
+    return replace(policy, enabled=True) if args.auto_restart else policy
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -170,6 +185,9 @@ def build_parser() -> argparse.ArgumentParser:
     _selection_args(p)
     p.add_argument("--run-root", type=Path, default=DEFAULT_RUN_ROOT,
                    help=f"folder for runs/ and the engine state file (default {DEFAULT_RUN_ROOT})")
+    p.add_argument("--auto-restart", action="store_true",
+                   help="relaunch an engine that dies, with back-off (first after 5 s, doubling, at most 3 in 10 "
+                   "minutes; a profile's auto_restart sets other limits)")
     p.set_defaults(func=cmd_serve)
     add_placement_parser(sub, _selection_args, resolve, DEFAULT_RUN_ROOT)
     add_fleet_parser(sub, _selection_args, resolve, DEFAULT_RUN_ROOT)

@@ -112,3 +112,36 @@ def test_serve_sim_end_to_end_chat_tools_recorder_and_clean_stop(tmp_path):
     gone, alive = psutil.wait_procs(engine, timeout=15)
     assert not alive, "serve left the engine running"
     assert proc.returncode == 0
+
+
+def _read_until(proc: subprocess.Popen, lines: list[str], text: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not any(text in line for line in lines):
+        assert time.monotonic() < deadline and proc.poll() is None, "".join(lines)
+        lines.append(proc.stdout.readline())
+
+
+def test_serve_auto_restart_relaunches_an_engine_that_died(tmp_path):
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "launch", "serve", "--preset", "single-gpu", "--engine", "sim", "--auto-restart",
+         "--set", "host=127.0.0.1", "--set", f"port={port}", "--run-root", str(tmp_path / "runs-root")],
+        cwd=ROOT, env={**os.environ, **FAST_SIM_ENV}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: list[str] = []
+    engines: list[psutil.Process] = []
+    try:
+        _read_until(proc, lines, "ready: ready")
+        (engine,) = psutil.Process(proc.pid).children()
+        engine.kill()
+        _read_until(proc, lines, "auto-restart attempt 1 of 3 in 5 s")
+        del lines[:]
+        _read_until(proc, lines, "ready: ready")
+        engines = psutil.Process(proc.pid).children(recursive=True)
+        assert engines and engine.pid not in [e.pid for e in engines]
+        assert httpx.get(f"http://127.0.0.1:{port}/health", timeout=10).status_code == 200
+        assert proc.poll() is None, "serve stays up across the restart"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+    assert not psutil.wait_procs(engines, timeout=15)[1], "serve left the engine running"
+    assert proc.returncode == 0
