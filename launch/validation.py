@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from launch.command import CommandError, split_extra_args
 from launch.findings import Finding
 from launch.model_config import ModelShape
+from launch.presets import tp8_hybrid
 from launch.settings import FIELD_BY_FLAG, LaunchSettings, setting_fields
 from launch.sglang_flags import SGLANG_FLAGS
 from launch.sizing import (
@@ -28,6 +29,8 @@ from launch.sizing import (
 )
 
 M3_MAX_TP = 8
+# what dynamic expert update is told to use when it lacks a prefill threshold: the reference TP8 deployment's
+DYNAMIC_UPDATE_THRESHOLD = tp8_hybrid().kt_gpu_prefill_token_threshold
 _HOSTNAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")
 
 
@@ -193,7 +196,7 @@ def check_memory(s: LaunchSettings, shape: ModelShape | None, host: HostFacts | 
                    f"lower --mem-fraction-static to {lower}", [("mem_fraction_static", lower)], check="memory")
     elif s.mem_fraction_static is None:
         yield _warn("mem_fraction_static", "--mem-fraction-static is unset: sglang picks one without knowing "
-                    "about the GPU experts", f"set it (the seed uses {default_mem_fraction(s.tp_size)} at "
+                    "about the GPU experts", f"set it (the reference presets use {default_mem_fraction(s.tp_size)} at "
                     f"TP{s.tp_size})", [("mem_fraction_static", default_mem_fraction(s.tp_size))], check="memory")
     if host.ram_bytes and not host.simulated:
         need = model_footprint(shape).cpu_expert_bytes * CPU_RAM_HEADROOM
@@ -233,6 +236,13 @@ def check_monitoring(s: LaunchSettings, shape: ModelShape | None, host: HostFact
         yield _err("init_expert_location", "frequency placement needs --init-expert-location (a recorder dump "
                    "with logical_count)", "record a dump first, or use uniform placement",
                    [("kt_expert_placement_strategy", "uniform")], check="placement")
+    if s.kt_enable_dynamic_expert_update and not s.kt_gpu_prefill_token_threshold:
+        # sglang-kt 0.7.2 (kt_ep_wrapper.py) replaces a layer's GPU experts only inside the layerwise prefill of
+        # a batch of at least --kt-gpu-prefill-token-threshold tokens; without one the GPU set never changes
+        yield _warn("kt_enable_dynamic_expert_update", "--kt-enable-dynamic-expert-update does nothing without "
+                    "--kt-gpu-prefill-token-threshold: the engine swaps GPU experts only during the layerwise "
+                    "prefill of a batch that long", f"set --kt-gpu-prefill-token-threshold {DYNAMIC_UPDATE_THRESHOLD}",
+                    [("kt_gpu_prefill_token_threshold", DYNAMIC_UPDATE_THRESHOLD)], check="placement")
     if s.expert_distribution_recorder_buffer_size == 0:
         yield _err("expert_distribution_recorder_buffer_size", "a recorder buffer of 0 forward passes records "
                    "nothing", "use 2000, or -1 for unbounded",

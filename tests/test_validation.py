@@ -60,6 +60,8 @@ CASES = [
     ("recorder", dict(expert_distribution_recorder_mode="stat", expert_distribution_recorder_buffer_size=0), None,
      "error", "expert_distribution_recorder_buffer_size"),
     ("placement", dict(kt_expert_placement_strategy="frequency"), None, "error", "init_expert_location"),
+    ("placement", dict(kt_enable_dynamic_expert_update=True, kt_gpu_prefill_token_threshold=None), None, "warning",
+     "kt_enable_dynamic_expert_update"),
     ("extra_args", dict(extra_args="--no-such-flag 1"), None, "error", "extra_args"),
     ("extra_args", dict(extra_args="--port 9"), None, "error", "extra_args"),
     ("extra_args", dict(extra_args="--watchdog-timeout 'x"), None, "error", "extra_args"),
