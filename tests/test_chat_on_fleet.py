@@ -1,6 +1,7 @@
 """Chat answers through the real sglang-router when the worker serving one dies mid-answer: the router just closes
 the stream, and the chat says plainly that the worker stopped, how many healthy workers the fleet has, and that
-Regenerate retries on another; what arrived is kept. One fleet (two slow simulated workers) for the module."""
+Regenerate retries on another; what arrived is kept. And the router's log (a line per request) stays bounded.
+One fleet (two slow simulated workers, the log bound lowered to a few kB) for the module."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from launch import engine_log
 from launch.command import Engine
 from launch.fleet.router_settings import RouterSettings
 from launch.fleet.spec import Fleet, LaunchedWorker
@@ -28,6 +30,7 @@ from tests.fleet_process import free_block
 from tests.sim_process import FAST_ENV, free_port, sim_settings
 
 pytest.importorskip("sglang_router")
+LOG_BOUND = 8 << 10
 SLOW = {**FAST_ENV, "M3UI_SIM_UNTHROTTLED": "0", "M3UI_SIM_DECODE_TPS": "15"}  # slow enough to die mid-answer
 
 
@@ -38,14 +41,16 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FleetSupervisor]
     workers = tuple(LaunchedWorker(sim_settings(free_port())) for _ in range(2))
     supervisor = FleetSupervisor(Fleet(RouterSettings(port=free_block(2)), workers, Engine("sim")),
                                  tmp_path_factory.mktemp("fleet"))
-    supervisor.start()
-    try:
-        assert supervisor.wait_ready(120), supervisor.snapshot()
-        yield supervisor
-    finally:
-        supervisor.stop()
-        os.environ.clear()
-        os.environ.update(saved)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(engine_log, "LOG_ROTATE_BYTES", LOG_BOUND)
+        supervisor.start()
+        try:
+            assert supervisor.wait_ready(120), supervisor.snapshot()
+            yield supervisor
+        finally:
+            supervisor.stop()
+            os.environ.clear()
+            os.environ.update(saved)
 
 
 def _serving(fleet: FleetSupervisor) -> str:
@@ -83,3 +88,19 @@ def test_a_worker_killed_mid_answer_is_said_plainly_and_the_answer_kept(fleet: F
         assert isinstance(answer, AssistantTurn) and answer.reasoning, "what arrived before the death is kept"
     finally:
         link.supervisor.close()
+
+
+def test_the_routers_log_is_rotated_past_its_bound(fleet: FleetSupervisor) -> None:
+    for _ in range(20):  # a log line or more per request
+        httpx.get(f"{fleet.fleet.router.url}/v1/models", timeout=5, trust_env=False)
+    run_dir = fleet.snapshot().run_dir
+    assert run_dir is not None
+    log, rotated = run_dir / "router.log", run_dir / "router.log.1"
+    deadline = time.monotonic() + 10
+    while not rotated.exists():
+        assert time.monotonic() < deadline, f"never rotated: router.log has {log.stat().st_size} bytes"
+        time.sleep(0.1)
+    assert rotated.stat().st_size >= LOG_BOUND
+    time.sleep(0.5)  # a few watcher ticks
+    assert log.stat().st_size < 2 * LOG_BOUND
+    assert b"\0" not in log.read_bytes()  # the router appends (O_APPEND): no hole where the emptied log was

@@ -197,6 +197,7 @@ class FleetSupervisor:
             tail = " | ".join(self._router.log_tail(3))
             self._fail(f"the router exited with status {self._router.exit_code}: {tail}")
             return False
+        self._router.follow_log()  # bounds its log (a line per request)
         ready = {url: engine.state is EngineState.READY for url, engine in list(self._engines.items())}
         now = time.monotonic()
         serving = self._state in (FleetState.READY, FleetState.DEGRADED)
