@@ -129,6 +129,7 @@ def start_fleet_file(path: Path, data_dir: Path, services: object) -> int:
     """Run the fleet (stopped at exit, after uvicorn), attach the chat to its router, and hand it to the admin."""
     from launch.fleet.cli import start_fleet
     from launch.fleet.fleet_file import FleetFileError, load_fleet_file
+    from launch.fleet.progress import follow_fleet
 
     try:
         fleet = load_fleet_file(path)
@@ -139,6 +140,7 @@ def start_fleet_file(path: Path, data_dir: Path, services: object) -> int:
     if supervisor is None:
         return 1
     atexit.register(supervisor.stop)
+    follow_fleet(supervisor, sys.stderr)  # workers starting and ready, the router, a worker dying and back
     services.fleet = supervisor  # type: ignore[attr-defined]
     services.link.attach(fleet.router.url, None)  # type: ignore[attr-defined]
     return 0

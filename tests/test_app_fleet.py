@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 import time
@@ -13,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from launch.fleet.router_api import RouterApiError, list_workers
-from tests.app_process import running_app
+from launch.run_state import read_run_state
+from tests.app_process import RunningApp, running_app
 from tests.fleet_process import free_block
 from tests.sim_process import FAST_ENV, ROOT
 from tests.sim_sse import stream_chat
@@ -38,7 +41,27 @@ def test_the_app_runs_a_fleet_and_chats_through_its_router(tmp_path: Path) -> No
         answer = stream_chat(router, {"model": "MiniMax-M3", "messages": [{"role": "user", "content": "Hi"}],
                                       "max_tokens": 8})
         assert answer.finish_reason in ("stop", "length")
+        # the fleet's progress is in the app's log, as `fleet serve` prints it: ready, its router, a death and back
+        _until_logged(app, rf"fleet \[ *[\d.]+s\] ready: serving on {router} with 2 of 2 workers")
+        assert f"fleet router: {router}" in app.log()
+        (fleet_dir,) = (app.data_dir / "fleets").iterdir()
+        state = read_run_state(fleet_dir / "worker-1")
+        assert state is not None
+        before = len(app.log())
+        os.kill(state.pid, signal.SIGKILL)
+        _until_logged(app, rf"degraded: serving on {router} with 1 of 2 workers", before)
+        _until_logged(app, rf"worker 1 http://127\.0\.0\.1:{first}: (failed|starting) .*out of the router", before)
+        _until_logged(app, rf"worker 1 http://127\.0\.0\.1:{first}: ready .*in the router", before)
+        _until_logged(app, rf"ready: serving on {router} with 2 of 2 workers", before)
     # running_app checked that no process of the app (router and workers included) is left
+
+
+def _until_logged(app: RunningApp, pattern: str, since: int = 0, timeout: float = 90.0) -> None:
+    """Wait for a line matching `pattern` in the app's log, from character `since` on."""
+    deadline = time.monotonic() + timeout
+    while not re.search(pattern, app.log()[since:]):
+        assert time.monotonic() < deadline, f"no {pattern!r} in the app's log:\n{app.log()[-3000:]}"
+        time.sleep(0.2)
 
 
 def _healthy_workers(router: str) -> set[str]:

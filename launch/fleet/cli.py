@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
@@ -21,10 +20,11 @@ from launch.command import Engine
 from launch.findings import Finding, format_findings, has_errors
 from launch.fleet.commands import fleet_preview
 from launch.fleet.fleet_file import load_fleet_file
+from launch.fleet.progress import follow_fleet
 from launch.fleet.recovery import recover_fleets
 from launch.fleet.router_settings import POLICIES, RouterSettings, router_from_mapping
 from launch.fleet.spec import AttachedWorker, Fleet, LaunchedWorker, replicate
-from launch.fleet.supervisor import FleetState, FleetSupervisor, WorkerStatus
+from launch.fleet.supervisor import FleetState, FleetSupervisor
 from launch.fleet.validation import validate_fleet
 from launch.settings import LaunchSettings
 
@@ -135,43 +135,18 @@ def start_fleet(fleet: Fleet, run_root: Path, out: TextIO = sys.stdout) -> Fleet
 def _cmd_serve(args: argparse.Namespace, resolve: Resolve) -> int:
     fleet = build_fleet(args, resolve)
     signal.signal(signal.SIGTERM, _exit_on_sigterm)  # a plain kill stops the fleet like Ctrl-C
-    started = time.monotonic()
     supervisor = start_fleet(fleet, args.run_root)
     if supervisor is None:
         return 1
-    last, workers = "", ()
+    progress = follow_fleet(supervisor, sys.stdout, prefix="")  # until the fleet fails
     try:
-        while True:
-            snap = supervisor.snapshot()
-            stamp = f"[{time.monotonic() - started:6.1f}s]"
-            now = f"{snap.state.value}: {snap.detail}"
-            if now != last:
-                print(f"{stamp} {now}", flush=True)
-                if snap.state is FleetState.READY and not last.startswith("ready"):
-                    print(f"router: {snap.router_url}", flush=True)
-                last = now
-            for line in _worker_changes(workers, snap.workers):
-                print(f"{stamp}   {line}", flush=True)
-            workers = snap.workers
-            if snap.state is FleetState.FAILED:
-                return 1
-            time.sleep(0.2)
+        while progress.is_alive():
+            progress.join(0.2)  # in steps: Ctrl-C reaches this thread between them
+        return 1 if supervisor.state is FleetState.FAILED else 0
     except KeyboardInterrupt:
         return 0
     finally:
         supervisor.stop()
-
-
-def _worker_changes(before: tuple[WorkerStatus, ...], now: tuple[WorkerStatus, ...]) -> list[str]:
-    """A line for each launched worker whose state or place in the router changed (a death, a restart)."""
-    seen = {w.url: w for w in before}
-    lines = []
-    for i, worker in enumerate(now, 1):
-        old = seen.get(worker.url)
-        if worker.launched and old is not None and (old.state, old.in_router) != (worker.state, worker.in_router):
-            where = "in the router" if worker.in_router else "out of the router"
-            lines.append(f"worker {i} {worker.url}: {worker.state} ({worker.detail}), {where}")
-    return lines
 
 
 def _exit_on_sigterm(signum: int, frame: object) -> None:
