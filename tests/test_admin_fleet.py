@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import gradio as gr
 import httpx
 import psutil
 import pytest
@@ -17,7 +18,10 @@ import pytest
 from launch.fleet.fleet_file import fleet_from_mapping
 from launch.fleet.router_api import list_workers
 from launch.fleet.supervisor import FleetState, FleetSupervisor
+from m3ui.access import AccessPolicy
 from m3ui.admin.fleet import NO_FLEET, ROUTER_CHOICE, FleetDesk
+from m3ui.services import AppServices
+from m3ui.ui.admin.view import build_admin_app
 from tests.fleet_process import free_block
 from tests.sim_process import FAST_ENV, free_port, running_sim, sim_settings
 
@@ -78,7 +82,9 @@ def test_the_desk_shows_the_router_and_each_worker(fleet: FleetSupervisor, desk:
     assert desk.choices() == [ROUTER_CHOICE, first]
     assert "ready to roll" in desk.log(first)
     assert "/v1/loads" not in desk.log(first)  # the desk's own reads stay out of the log it shows
-    assert desk.log(ROUTER_CHOICE).strip()
+    router_log = desk.log(ROUTER_CHOICE)
+    assert "Starting router" in router_log and "\x1b" not in router_log  # its colour codes stripped
+    assert "uri=/health " not in router_log and "uri=/workers " not in router_log  # nor the polls shown
     assert "was not launched here" in desk.log("http://127.0.0.1:9")
 
 
@@ -173,3 +179,38 @@ def test_without_a_fleet_every_action_says_how_to_run_one() -> None:
     assert desk.choices() == [ROUTER_CHOICE]
     for outcome in (desk.launch("", "", ""), desk.attach("http://127.0.0.1:1"), desk.remove("http://x:1")):
         assert (outcome.level, outcome.message) == ("error", NO_FLEET)
+
+
+def fleet_handlers(demo: gr.Blocks) -> dict[str, object]:
+    return {fn.api_name: fn for fn in demo.fns.values() if fn.fn is not None and fn.api_name.startswith("admin_fleet")}
+
+
+def test_the_admin_app_shows_the_fleet_to_the_admin_only(fleet: FleetSupervisor, tmp_path: Path) -> None:
+    services = AppServices.create(tmp_path / "data", AccessPolicy("127.0.0.1", "secret"))
+    try:
+        services.fleet = fleet
+        handlers = fleet_handlers(build_admin_app(services))
+        assert set(handlers) == {"admin_fleet_refresh", "admin_fleet_log", "admin_fleet_launch", "admin_fleet_attach",
+                                 "admin_fleet_remove"}
+        for fn in handlers.values():
+            for user in (None, "bob"):
+                with pytest.raises(gr.Error, match="admin"):
+                    fn.fn(gr.Request(username=user), *[None] * len(fn.inputs))  # type: ignore[attr-defined]
+        refresh = handlers["admin_fleet_refresh"].fn  # type: ignore[attr-defined]
+        router, workers, *_ = refresh(gr.Request(username="admin"), {}, ROUTER_CHOICE)
+        assert fleet.fleet.router.url in router and 'data-router-healthy="true"' in router
+        assert f'data-url="{fleet.fleet.worker_urls[0]}" data-where="launched"' in workers
+    finally:
+        services.close()
+    assert fleet.fleet.worker_urls == (fleet.fleet.worker_urls[0],)  # the refused calls changed nothing
+
+
+def test_without_a_fleet_the_tab_says_how_to_run_one_and_can_do_nothing(tmp_path: Path) -> None:
+    services = AppServices.create(tmp_path / "data", AccessPolicy("127.0.0.1", "secret"))
+    try:
+        demo = build_admin_app(services)
+        assert fleet_handlers(demo) == {}
+        shown = " ".join(str(block.value) for block in demo.blocks.values() if isinstance(block, gr.HTML))
+        assert "python app.py --fleet fleet.json" in shown and "docs/FLEET.md" in shown
+    finally:
+        services.close()

@@ -10,6 +10,7 @@ Outcome that says what happened or why not.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -27,6 +28,10 @@ from m3ui.admin.console import Outcome
 PROBE_S = 3.0
 LOG_LINES = 200
 ROUTER_CHOICE = "router"
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # the router colours its log lines
+# The router logs two lines per request; those of the polls (m3ui's, the Monitor's, this desk's) drown the rest.
+ROUTER_POLL = re.compile(r"method=GET uri=/(?:health|workers|v1/models|v1/loads|metrics)[\s?]")
+ROUTER_SCAN = 5000  # router log lines read to find LOG_LINES that are not polls
 NO_FLEET = "This app runs one engine, not a fleet: start it with `python app.py --fleet FILE` (docs/FLEET.md)."
 
 
@@ -107,7 +112,11 @@ class FleetDesk:
         if not choice:
             return "(pick the router or a worker to see its log)"
         if choice == ROUTER_CHOICE:
-            return "\n".join(self.fleet.router_log(LOG_LINES)) or "(no router log yet)"
+            lines = [ANSI_ESCAPE.sub("", line) for line in self.fleet.router_log(ROUTER_SCAN)]
+            if not lines:
+                return "(no router log yet)"
+            kept = [line for line in lines if not ROUTER_POLL.search(line)][-LOG_LINES:]
+            return "\n".join(kept) or "(the router's latest lines are all status polls)"
         lines = self.fleet.worker_log(choice, LOG_LINES)
         if lines is None:
             return f"{choice} was not launched here: its log is on the machine that runs it."

@@ -1,6 +1,6 @@
 """The admin app's layout: a status strip with Start / Stop / Restart, the failure diagnosis, and one tab per
 section (launch settings with checks, command and sizing; engine log; hardware and model; profiles; model
-weights; attach). Components live on `AdminView`; m3ui/ui/admin/events.py wires them."""
+weights; attach; fleet; placement; users). Components live on `AdminView`; m3ui/ui/admin/events.py wires them."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import gradio as gr
 from m3ui.ui.admin.attach import AttachPanel, build_attach_panel
 from m3ui.ui.admin.command import CommandPanel, build_command_panel
 from m3ui.ui.admin.diagnosis import DiagnosisPanel, build_diagnosis_panel
+from m3ui.ui.admin.fleet import FleetPanel, build_fleet_panel
 from m3ui.ui.admin.form import SettingsForm, build_settings_form
 from m3ui.ui.admin.logs import LogPanel, build_log_panel
 from m3ui.ui.admin.placement import PlacementPanel, build_placement_panel
@@ -48,9 +49,12 @@ class AdminView:
     placement: PlacementPanel  # wired on its own (m3ui/ui/admin/placement.py)
     users: UsersPanel  # wired on its own (m3ui/ui/admin/users.py)
     users_tab: gr.Tab
+    fleet: FleetPanel  # wired on its own (m3ui/ui/admin/fleet.py)
+    fleet_tab: gr.Tab
 
 
-def build_layout() -> AdminView:
+def build_layout(fleet: bool = False) -> AdminView:
+    """`fleet`: the app runs a fleet (the Fleet tab shows it; else it says how to run one)."""
     gr.HTML(f"<style>{CSS_PATH.read_text(encoding='utf-8')}</style>", elem_classes=["m3a-style"])
     gr.HTML('<div class="m3a-admin-title"><span class="m3a-title">m3ui admin</span><span class="m3a-dim">MiniMax-M3 '
             'on SGLang + KT-Kernel · engine cockpit</span><a class="m3a-link" href="../">open chat →</a>'
@@ -78,10 +82,12 @@ def build_layout() -> AdminView:
             weights = build_weights_panel()
         with gr.Tab("Attach", id="attach"):
             attach = build_attach_panel()
+        with gr.Tab("Fleet", id="fleet") as fleet_tab:
+            fleet_panel = build_fleet_panel(fleet)
         with gr.Tab("Placement", id="placement"):
             placement = build_placement_panel()
         with gr.Tab("Users", id="users") as users_tab:
             users = build_users_panel()
     return AdminView(strip, diagnosis, preset, load_preset, form, command, sizing, logs, log_tab, summary, hardware_tab,
                      profiles, weights, attach, gr.Timer(TICK_S), gr.State({}), placement,
-                     users, users_tab)
+                     users, users_tab, fleet_panel, fleet_tab)

@@ -8,9 +8,11 @@ from __future__ import annotations
 import gradio as gr
 
 from m3ui.admin.console import AdminConsole
+from m3ui.admin.fleet import FleetDesk
 from m3ui.admin.weights import WeightsDesk
 from m3ui.services import AppServices
 from m3ui.ui.admin.events import AdminEvents
+from m3ui.ui.admin.fleet import FleetEvents
 from m3ui.ui.admin.guard import AdminGuard
 from m3ui.ui.admin.layout import build_layout
 from m3ui.ui.admin.placement import PlacementEvents
@@ -21,9 +23,10 @@ TITLE = "m3ui admin — engine cockpit"
 
 def build_admin_app(services: AppServices) -> gr.Blocks:
     with gr.Blocks(title=TITLE, fill_width=True) as demo:
-        view = build_layout()
+        view = build_layout(fleet=services.fleet is not None)
         console, guard = AdminConsole(services), AdminGuard(services.policy)
         AdminEvents(view, console, WeightsDesk(), guard).wire(demo)
         PlacementEvents(view.placement, console, guard).wire()
         UsersEvents(view.users, services.policy.accounts, guard).wire(view.users_tab)
+        FleetEvents(view.fleet, FleetDesk(services.fleet), guard).wire(view.fleet_tab)
     return demo
