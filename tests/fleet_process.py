@@ -12,12 +12,16 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
+import pytest
 
+from launch.fleet.spec import Fleet
+from launch.fleet.supervisor import FleetSupervisor
 from launch.process_group import group_members
 from launch.run_state import read_run_state
 from tests.sim_process import FAST_ENV, ROOT, free_port
@@ -124,3 +128,19 @@ def write_fleet_file(folder: Path, workers: int = 2, policy: str = "round_robin"
                                 "base": {"preset": "single-gpu", "set": {"host": "127.0.0.1", **recorder}},
                                 "workers": [{"port": first + i} for i in range(workers)]}))
     return path, f"http://127.0.0.1:{router_port}"
+
+
+@contextmanager
+def serving_fleet(fleet: Fleet, run_root: Path, env: dict[str, str] | None = None) -> Iterator[FleetSupervisor]:
+    """`fleet` run in this process by a FleetSupervisor (its simulated workers with FAST_ENV and `env`), ready,
+    and stopped after the block."""
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in {**FAST_ENV, **(env or {})}.items():
+            patch.setenv(key, value)
+        supervisor = FleetSupervisor(fleet, run_root)
+        supervisor.start()
+        try:
+            assert supervisor.wait_ready(120), supervisor.snapshot()
+            yield supervisor
+        finally:
+            supervisor.stop()

@@ -26,31 +26,22 @@ from m3ui.conversation import AssistantTurn, Conversation
 from m3ui.conversation_store import new_chat
 from m3ui.engine_link import EngineLink
 from m3ui.ui.chat_controls import link_runner
-from tests.fleet_process import free_block
-from tests.sim_process import FAST_ENV, free_port, sim_settings
+from tests.fleet_process import free_block, serving_fleet
+from tests.sim_process import free_port, sim_settings
 
 pytest.importorskip("sglang_router")
 LOG_BOUND = 8 << 10
-SLOW = {**FAST_ENV, "M3UI_SIM_UNTHROTTLED": "0", "M3UI_SIM_DECODE_TPS": "15"}  # slow enough to die mid-answer
+SLOW = {"M3UI_SIM_UNTHROTTLED": "0", "M3UI_SIM_DECODE_TPS": "15"}  # slow enough to die mid-answer
 
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FleetSupervisor]:
-    saved = dict(os.environ)
-    os.environ.update(SLOW)
     workers = tuple(LaunchedWorker(sim_settings(free_port())) for _ in range(2))
-    supervisor = FleetSupervisor(Fleet(RouterSettings(port=free_block(2)), workers, Engine("sim")),
-                                 tmp_path_factory.mktemp("fleet"))
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(engine_log, "LOG_ROTATE_BYTES", LOG_BOUND)
-        supervisor.start()
-        try:
-            assert supervisor.wait_ready(120), supervisor.snapshot()
+        with serving_fleet(Fleet(RouterSettings(port=free_block(2)), workers, Engine("sim")),
+                           tmp_path_factory.mktemp("fleet"), SLOW) as supervisor:
             yield supervisor
-        finally:
-            supervisor.stop()
-            os.environ.clear()
-            os.environ.update(saved)
 
 
 def _serving(fleet: FleetSupervisor) -> str:

@@ -25,9 +25,9 @@ from m3ui.monitor.experts import ExpertSnapshot
 from m3ui.monitor.fleet import FleetMonitor, FleetView, WorkerView, total_engine, total_experts
 from m3ui.monitor.sampler import SamplerConfig
 from m3ui.ui.monitor.fleet_html import worker_heatmaps, workers_table
-from tests.fleet_process import free_block
+from tests.fleet_process import free_block, serving_fleet
 from tests.monitor_sims import chat, recorder_on
-from tests.sim_process import FAST_ENV, free_port, sim_settings
+from tests.sim_process import free_port, sim_settings
 
 pytest.importorskip("sglang_router")
 FAST = SamplerConfig(expert_dump_every_s=0.5)
@@ -58,19 +58,10 @@ def test_fleet_totals_are_sums_and_the_hit_rate_is_all_hits_over_all_activations
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FleetSupervisor]:
-    saved = dict(os.environ)
-    os.environ.update(FAST_ENV)
     workers = tuple(LaunchedWorker(sim_settings(free_port(), **recorder_on())) for _ in range(2))
     router = RouterSettings(port=free_block(2), policy="round_robin")  # both workers get chats
-    supervisor = FleetSupervisor(Fleet(router, workers, Engine("sim")), tmp_path_factory.mktemp("fleet"))
-    supervisor.start()
-    try:
-        assert supervisor.wait_ready(120), supervisor.snapshot()
+    with serving_fleet(Fleet(router, workers, Engine("sim")), tmp_path_factory.mktemp("fleet")) as supervisor:
         yield supervisor
-    finally:
-        supervisor.stop()
-        os.environ.clear()
-        os.environ.update(saved)
 
 
 def _until(monitor: FleetMonitor, done: Callable[[FleetView], bool], timeout: float = 60.0) -> FleetView:
