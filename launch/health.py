@@ -39,16 +39,20 @@ def engine_url(settings: LaunchSettings) -> str:
     return f"http://{host}:{settings.port}"
 
 
+def verifies_tls(url: str) -> bool:
+    """httpx's `verify` for a client of `url`: False for plain http://, whose client would otherwise load a CA
+    bundle it never uses (most of the cost of building one); https:// keeps verifying certificates."""
+    return not url.lower().startswith("http://")
+
+
 class ReadinessProbe:
     """Readiness checks of one engine over one client, kept until `close()`. Thread-safe (httpx.Client is)."""
 
     def __init__(self, base_url: str, api_key: str | None = None, timeout_s: float = PROBE_TIMEOUT_S) -> None:
         self.base_url = base_url.rstrip("/")
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        # verify=False on http:// only skips loading a CA bundle it would never use; https:// keeps verifying.
         # Connections live shorter than any server's keep-alive, so a check never meets one the server closed.
-        self._client = httpx.Client(timeout=timeout_s, trust_env=False,
-                                    verify=not self.base_url.startswith("http://"),
+        self._client = httpx.Client(timeout=timeout_s, trust_env=False, verify=verifies_tls(self.base_url),
                                     limits=httpx.Limits(keepalive_expiry=KEEPALIVE_S))
 
     def check(self) -> Readiness:

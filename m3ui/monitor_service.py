@@ -126,13 +126,12 @@ class MonitorService:
         """Share of the expert activations the engine routed between `t0` and `t1` (an answer's start and
         end, wall-clock seconds) that GPU-resident experts served; None when unknown.
 
-        Dumps once more first, so the figure reaches `t1`. It covers everything the engine routed meanwhile
-        (other users' requests too), and with a plain start time rather than a checkpoint it also covers
-        what was routed between the dump before `t0` and `t0`.
+        Waits for a recorder dump begun after `t1`, so the figure reaches `t1`; answers that end together share
+        that dump (ExpertSource.checkpoint). It covers everything the engine routed meanwhile (other users'
+        requests too), and with a plain start time rather than a checkpoint it also covers what was routed
+        between the dump before `t0` and `t0`.
         """
-        boundary = self.sampler.latest().experts.last_dump
-        if boundary is None or boundary < t1:
-            boundary = self.sampler.expert_checkpoint() or boundary
+        boundary = self.sampler.expert_checkpoint(after=t1) or self.sampler.latest_experts().last_dump
         if boundary is None:
             return None
         hit_rate = self.sampler.expert_hit_rate_between(t0, max(t1, boundary))

@@ -225,3 +225,28 @@ def test_an_m3_sized_heatmap_stays_under_25_kb_as_a_data_url():
     residency = rng.random((60, 128)) < 0.3
     assert len(png_data_url(render_heatmap(counts, residency))) < 25_000
     assert len(render_heatmap(np.zeros((60, 128), dtype=int), None)) < 2_000
+
+
+class _CountedSums(np.ndarray):
+    """Counts how often anything sums a slice's whole array (the window's running totals sum rows, axis=1)."""
+
+    whole_sums = 0
+
+    def sum(self, *args, **kwargs):  # type: ignore[override]
+        if not args and kwargs.get("axis") is None:
+            type(self).whole_sums += 1
+        return super().sum(*args, **kwargs)
+
+
+def test_the_window_sums_each_slice_once_however_often_it_is_read():
+    window = ExpertWindow(600.0)
+    for i in range(50):
+        counts = np.full((3, 8), i + 1, dtype=np.int64).view(_CountedSums)
+        window.add(ExpertSlice(float(i), float(i + 1), counts, np.full(3, i + 1, dtype=np.int64), 1), None)
+    _CountedSums.whole_sums = 0
+    for _ in range(5):  # every dump publishes the points; every answer asks for its stretch
+        points = window.points()
+        rate = window.between(10.0, 20.0)
+    assert _CountedSums.whole_sums <= 50  # once per slice, on first use
+    assert [p.activations for p in points] == [24 * (i + 1) for i in range(50)]
+    assert rate == HitRate(sum(3 * (i + 1) for i in range(10, 20)), sum(24 * (i + 1) for i in range(10, 20)))

@@ -242,3 +242,78 @@ def test_readers_do_not_wait_for_a_slow_dump(rig, proxy):
     waited = time.monotonic() - started
     polling.join(5)
     assert waited < 0.5  # the dump takes 1 s
+
+
+def _dumps(proxy: FaultProxy) -> int:
+    return proxy.paths().count("/dump_expert_distribution_record")
+
+
+def _at_once(count: int, call, stagger_s: float = 0.0) -> list:
+    results: list = [None] * count
+    barrier = threading.Barrier(count)
+
+    def run(i: int) -> None:
+        barrier.wait()
+        time.sleep(i * stagger_s)
+        results[i] = call()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    return results
+
+
+def test_answers_that_ended_together_share_one_dump(recording, rig, proxy):
+    rig.poll()
+    chat(recording.url)
+    ended = time.time()
+    proxy.delay_s["/dump_expert_distribution_record"] = 0.3  # the callers overlap the dump
+    boundaries = _at_once(16, lambda: rig.experts.checkpoint(after=ended))
+    assert _dumps(proxy) == 1
+    assert len(set(boundaries)) == 1 and boundaries[0] is not None
+    assert rig.experts.hit_rate_between(ended - 60, boundaries[0]) == rig.experts.latest().hit_rate
+
+
+def test_checkpoints_asked_at_once_cost_at_most_two_dumps_and_none_reads_a_dump_begun_before_it(rig, proxy):
+    rig.poll()
+    proxy.delay_s["/dump_expert_distribution_record"] = 0.3
+    asked = []
+
+    def checkpoint() -> float | None:
+        asked.append(time.time())
+        return rig.experts.checkpoint()
+
+    first = threading.Thread(target=checkpoint)
+    first.start()
+    time.sleep(0.1)  # its dump is in flight: these asked after it began, so they need the next one
+    boundaries = _at_once(16, checkpoint)
+    first.join(10)
+    assert _dumps(proxy) == 2  # was one each, in a row
+    assert None not in boundaries and len(set(boundaries)) == 1
+    assert min(asked[1:]) < boundaries[0]
+
+
+def test_dumps_for_checkpoints_begin_a_gap_apart_so_answers_ending_in_a_row_join_one(recording, folder, proxy):
+    rig = Rig(proxy.url, folder)
+    rig.experts = ExpertSource(window_s=600, dump_every_s=5, timeout_s=10.0, top_n=3, checkpoint_gap_s=1.0)
+    rig.experts.set_target(MonitorTarget(engine_url=proxy.url, recorder_dir=folder))
+    try:
+        rig.poll()
+        boundaries = _at_once(8, rig.experts.checkpoint, stagger_s=0.03)  # answers ending 30 ms apart
+    finally:
+        rig.close()
+    assert _dumps(proxy) == 2  # the first at once; the other seven joined the next, a second later
+    assert None not in boundaries
+
+
+def test_an_unwatched_sampler_still_dumps_the_recorder_on_time(recording, folder):
+    config = SamplerConfig(interval_s=0.05, expert_dump_every_s=0.2, unwatched_interval_s=5.0, watch_linger_s=0.1)
+    with FaultProxy(recording.url) as proxy, Sampler(MonitorTarget(engine_url=proxy.url, recorder_dir=folder), config):
+        time.sleep(0.5)  # nobody reads it: the linger has passed
+        before, loads_before = _dumps(proxy), proxy.paths().count("/v1/loads")
+        time.sleep(1.2)
+        dumped, loads = _dumps(proxy) - before, proxy.paths().count("/v1/loads") - loads_before
+    assert 3 <= dumped <= 8  # every 0.2 s, while /v1/loads is read no more often than that
+    assert loads <= dumped + 1  # not at the watched pace of every 0.05 s

@@ -24,9 +24,14 @@ class ExpertSlice:
     gpu_hits: np.ndarray | None  # int64 [layers]: those served by GPU-resident experts; None: unknown
     passes: int
 
-    @property
+    # Both are read for every slice of the window at every dump and per-answer lookup: summed once, on first use.
+    @functools.cached_property
+    def activations(self) -> int:
+        return int(self.counts.sum())
+
+    @functools.cached_property
     def hit_rate(self) -> HitRate | None:
-        return None if self.gpu_hits is None else HitRate(int(self.gpu_hits.sum()), int(self.counts.sum()))
+        return None if self.gpu_hits is None else HitRate(int(self.gpu_hits.sum()), self.activations)
 
 
 @dataclass(frozen=True)
@@ -109,6 +114,6 @@ class ExpertWindow:
 
     def points(self) -> tuple[HitRatePoint, ...]:
         return tuple(
-            HitRatePoint(s.end, s.hit_rate.rate if s.hit_rate else None, int(s.counts.sum()), s.passes)
+            HitRatePoint(s.end, s.hit_rate.rate if s.hit_rate else None, s.activations, s.passes)
             for s in self._slices
         )

@@ -9,7 +9,9 @@ With mode `stat`, recording is started once per engine (a new engine, or the sam
 unreachable), then every poll dumps, reads the files that appeared in the recorder folder (never those
 that were there before recording started), deletes what it read, and adds one slice to the window.
 `checkpoint()` dumps on demand, so a chat answer can be bracketed by two dumps and its hit rate read
-with `hit_rate_between()`.
+with `hit_rate_between()`. A dump pauses the engine's scheduler, so checkpoints are shared: one asked for while
+a dump is due or in flight waits for the next dump that begins after it was asked, and dumps begin at least
+`checkpoint_gap_s` apart, so N answers that end together cost one dump, not N in a row.
 """
 
 from __future__ import annotations
@@ -97,9 +99,11 @@ class ExpertSnapshot:
 class ExpertSource:
     """Thread-safe: the sampler's engine thread polls it, chat threads take checkpoints."""
 
-    def __init__(self, window_s: float, dump_every_s: float, timeout_s: float = 10.0, top_n: int = 10) -> None:
+    def __init__(self, window_s: float, dump_every_s: float, timeout_s: float = 10.0, top_n: int = 10,
+                 checkpoint_gap_s: float = 0.0) -> None:
         """`timeout_s` bounds each recorder call: a dump waits for the scheduler to finish its current batch
-        and then saves ~40 MB, and one that times out here still writes its files for the next poll."""
+        and then saves ~40 MB, and one that times out here still writes its files for the next poll.
+        `checkpoint_gap_s`: the least time between the start of a dump and that of a checkpoint's dump."""
         self._window = ExpertWindow(window_s)
         self._window_s = window_s
         self._dump_every_s = dump_every_s
@@ -111,6 +115,9 @@ class ExpertSource:
         self._info: ServerInfo | None = None
         self._latest = ExpertSnapshot(time.time(), "pending", "waiting for the first engine sample")
         self._points: tuple[HitRatePoint, ...] = ()  # published with _latest
+        self._checkpoint_gap_s = checkpoint_gap_s
+        self._checkpoints = threading.Condition()  # guards the two below; never held during a dump
+        self._checkpointing = False  # a checkpoint's dump is due or in flight
         self._reset_recording()
 
     def _reset_recording(self) -> None:
@@ -119,6 +126,7 @@ class ExpertSource:
         self._consumed: set[str] = set()  # read, but could not be deleted
         self._damaged: dict[str, str] = {}
         self._boundary = 0.0  # end of the last slice
+        self._last_dump: tuple[float, float | None] = (0.0, None)  # when the last dump began; its new boundary
         self._missing_dumps = 0
         self._warnings: tuple[str, ...] = ()
         self._residency_source: ResidencySource = "unknown"
@@ -156,18 +164,37 @@ class ExpertSource:
         with self._lock:
             return self._window.between(t0, t1)
 
-    def checkpoint(self) -> float | None:
-        """Dump now; the time that separates what was routed before from what comes after (None: the
-        recorder is not running, or the dump produced no file)."""
-        with self._lock:
-            if self._started_epoch is None or self._http is None:
-                return None
-            added = self._dump_and_read()
-            if added:
-                self._publish("recording")
-                return self._boundary
-            self._publish(self._latest.status, self._latest.reason)
+    def checkpoint(self, after: float | None = None) -> float | None:
+        """The boundary of a dump that began after `after` (a time.time() value; default now): it separates
+        what the engine routed before from what came after. None: the recorder is not running, or the dump
+        produced no file. Callers that arrive together share one dump (see the module's docstring)."""
+        after = time.time() if after is None else after
+        if self._started_epoch is None:
             return None
+        with self._checkpoints:
+            while self._last_dump[0] < after and self._checkpointing:
+                self._checkpoints.wait()
+            if self._last_dump[0] >= after:
+                return self._last_dump[1]
+            self._checkpointing = True
+        try:
+            time.sleep(max(0.0, self._last_dump[0] + self._checkpoint_gap_s - time.time()))  # others join
+            with self._lock:
+                if self._last_dump[0] < after:  # else a poll dumped while this waited for the lock
+                    self._checkpoint_dump()
+                return self._last_dump[1] if self._last_dump[0] >= after else None
+        finally:
+            with self._checkpoints:
+                self._checkpointing = False
+                self._checkpoints.notify_all()
+
+    def _checkpoint_dump(self) -> None:
+        if self._started_epoch is None or self._http is None:
+            return
+        if self._dump_and_read():
+            self._publish("recording")
+        else:
+            self._publish(self._latest.status, self._latest.reason)
 
     def poll(self, engine: EngineSnapshot, epoch: int) -> ExpertSnapshot:
         """One step: start recording on a new engine, else dump and read. Never raises."""
@@ -226,12 +253,15 @@ class ExpertSource:
     def _dump_and_read(self) -> int:
         """Dump, then read every new dump in the folder; the number of slices added."""
         assert self._http is not None
+        began = time.time()
         answer = self._http.post("/dump_expert_distribution_record")
         warnings = () if answer.answered else (f"the last dump failed: {answer.reason}",)
         added, read_warnings = self._read_new_dumps()
         self._warnings = warnings + read_warnings
         if answer.answered:
             self._missing_dumps = 0 if added else self._missing_dumps + 1
+        with self._checkpoints:
+            self._last_dump = (began, self._boundary if added else None)
         return added
 
     def _read_new_dumps(self) -> tuple[int, tuple[str, ...]]:

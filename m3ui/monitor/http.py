@@ -12,6 +12,8 @@ from typing import Literal
 
 import httpx
 
+from launch.health import verifies_tls
+
 # ok: answered in time; slow: answered, but after `slow_after_s`; timeout: connected, no answer in time;
 # unreachable: no connection; http_error: an HTTP status >= 400.
 HttpOutcome = Literal["ok", "slow", "timeout", "unreachable", "http_error"]
@@ -39,7 +41,8 @@ class EngineHttp:
         self.base_url = base_url.rstrip("/")
         self._slow_after_s = slow_after_s
         self._timeout_s = timeout_s
-        self._client = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout_s, trust_env=False)
+        self._client = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout_s, trust_env=False,
+                                    verify=verifies_tls(self.base_url))
 
     def get(self, path: str, timeout_s: float | None = None) -> HttpAnswer:
         return self._request("GET", path, timeout_s)

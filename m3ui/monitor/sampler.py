@@ -5,6 +5,11 @@ Two threads, so a slow engine never delays the machine's own figures:
 - "engine": /v1/loads (+ /server_info, /metrics) every `interval_s`, and the expert recorder every
   `expert_dump_every_s` (a dump pauses the engine's scheduler while it saves ~40 MB, so not every second).
 Each source keeps a bounded history of `history_s`. `latest()` and `history()` only copy under a lock.
+
+Nobody may be looking: a reader of `latest()` or `history()` is a viewer for `watch_linger_s`, and without one
+both threads tick every `unwatched_interval_s` only (the history stays, sparser; the recorder is still dumped
+every `expert_dump_every_s`, so its ring never overflows). The first read after such a pause wakes both threads,
+so a viewer's next refresh is fresh.
 """
 
 from __future__ import annotations
@@ -41,6 +46,9 @@ class SamplerConfig:
     recorder_timeout_s: float = 10.0  # start/dump of the expert recorder
     server_info_every_s: float = 30.0
     process_relist_s: float = 5.0
+    unwatched_interval_s: float = 5.0  # the tick while nobody reads the snapshot (never below interval_s)
+    watch_linger_s: float = 10.0  # a read (or the start) counts as someone watching for this long
+    checkpoint_gap_s: float = 0.25  # answers that end within this share one recorder dump
 
 
 @dataclass(frozen=True)
@@ -74,7 +82,8 @@ class Sampler:
         self._gpu = GpuSource()
         self._cpu = CpuSource()
         self._engine = EngineSource(config.request_timeout_s, config.slow_after_s, config.server_info_every_s)
-        self._experts = ExpertSource(config.history_s, config.expert_dump_every_s, config.recorder_timeout_s)
+        self._experts = ExpertSource(config.history_s, config.expert_dump_every_s, config.recorder_timeout_s,
+                                     checkpoint_gap_s=config.checkpoint_gap_s)
         now = time.time()
         self._latest_gpu = GpuSnapshot(now, "pending")
         self._latest_cpu = CpuSnapshot(now, "pending")
@@ -85,6 +94,7 @@ class Sampler:
         self._applied = {"local": -1, "engine": -1}  # target version each thread has applied
         self._next_expert_poll = 0.0
         self._expert_poll_seen: tuple[int, bool] | None = None
+        self._watched_until = 0.0  # time.monotonic() until which someone counts as watching
         self._stopping = threading.Event()
         self._wake = {"local": threading.Event(), "engine": threading.Event()}
         self._threads: list[threading.Thread] = []
@@ -95,6 +105,7 @@ class Sampler:
         if self._threads:
             return
         self._stopping.clear()
+        self._watched_until = time.monotonic() + self.config.watch_linger_s  # the first views are fresh
         self._threads = [
             threading.Thread(target=self._loop, args=(name, tick), name=f"monitor-{name}", daemon=True)
             for name, tick in (("local", self._local_tick), ("engine", self._engine_tick))
@@ -140,11 +151,18 @@ class Sampler:
     # ------------------------------------------------------------ reading
 
     def latest(self) -> MonitorSnapshot:
+        self._watching()
         with self._lock:
             return MonitorSnapshot(self._latest_gpu, self._latest_cpu, self._latest_engine, self._experts.latest())
 
+    def latest_experts(self) -> ExpertSnapshot:
+        """The expert snapshot alone, for a figure of the chat's: unlike `latest()`, no sign that someone
+        watches the Monitor."""
+        return self._experts.latest()
+
     def history(self, since: float | None = None) -> MonitorHistory:
         """Everything kept (the last `history_s`), or what came after `since` (a time.time() value)."""
+        self._watching()
         with self._lock:
             gpu = _since(self._gpu_history, since, lambda s: s.time)
             cpu = _since(self._cpu_history, since, lambda p: p.time)
@@ -152,25 +170,43 @@ class Sampler:
         experts = tuple(p for p in self._experts.points() if since is None or p.time > since)
         return MonitorHistory(gpu, cpu, engine, experts)
 
-    def expert_checkpoint(self) -> float | None:
-        """Dump the expert recorder now and return the boundary time; bracket an answer with two of these."""
-        return self._experts.checkpoint()
+    def expert_checkpoint(self, after: float | None = None) -> float | None:
+        """The boundary time of a recorder dump begun after `after` (default now), shared with the callers
+        that ask at about the same time; bracket an answer with two of these."""
+        return self._experts.checkpoint(after)
 
     def expert_hit_rate_between(self, t0: float, t1: float) -> HitRate | None:
         return self._experts.hit_rate_between(t0, t1)
 
     # ------------------------------------------------------------ the threads
 
+    def _watching(self) -> None:
+        now = time.monotonic()
+        paused = now > self._watched_until
+        self._watched_until = now + self.config.watch_linger_s
+        if paused and self._threads:  # a viewer came back: sample at once rather than at the next slow tick
+            for event in self._wake.values():
+                event.set()
+
+    def _interval(self, thread: str) -> float:
+        config = self.config
+        if time.monotonic() <= self._watched_until:
+            return config.interval_s
+        slow = config.unwatched_interval_s
+        if thread == "engine":  # it also drives the recorder's dumps
+            slow = min(slow, config.expert_dump_every_s)
+        return max(config.interval_s, slow)
+
     def _loop(self, name: str, tick: Callable[[], None]) -> None:
-        interval = self.config.interval_s
         due = time.monotonic()
         while not self._stopping.is_set():
             try:
                 tick()
             except Exception:  # a bug in one source must not freeze every panel: log it, keep sampling
                 log.exception("monitor %s tick failed", name)
-            due = max(due + interval, time.monotonic())  # after an overrun start afresh, don't catch up
-            self._wake[name].wait(max(0.0, due - time.monotonic()))
+            due = max(due + self._interval(name), time.monotonic())  # after an overrun start afresh, don't catch up
+            if self._wake[name].wait(max(0.0, due - time.monotonic())):
+                due = time.monotonic()  # woken early: the next interval counts from now
             self._wake[name].clear()
 
     def _pending_target(self, thread: str) -> MonitorTarget | None:
@@ -203,9 +239,10 @@ class Sampler:
         with self._lock:
             self._latest_engine = engine
             self._engine_history.append(engine)
-        # poll when due, and at once when the engine appears, comes back or goes away
+        # poll when due (at the tick nearest to it), and at once when the engine appears, comes back or goes away
         seen = (self._engine.epoch, engine.reachable)
-        if time.monotonic() >= self._next_expert_poll or seen != self._expert_poll_seen:
-            self._next_expert_poll = time.monotonic() + self.config.expert_dump_every_s
+        now = time.monotonic()
+        if now + self._interval("engine") / 2 >= self._next_expert_poll or seen != self._expert_poll_seen:
+            self._next_expert_poll = now + self.config.expert_dump_every_s
             self._expert_poll_seen = seen
             self._experts.poll(engine, self._engine.epoch)
