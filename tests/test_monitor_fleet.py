@@ -143,3 +143,24 @@ def test_the_monitor_tab_shows_a_row_per_worker_and_the_total_and_nothing_off_a_
     assert "1 of 2 answering" in html
     assert worker_heatmaps(view).count('class="m3-fleet-worker"') == 2
     assert workers_table(FleetView(1)) == ""
+
+
+def test_the_heatmaps_are_resent_once_per_dump_interval_however_many_workers(tmp_path: Path) -> None:
+    """Workers dump at their own moments: the fleet's expert time (what makes the Monitor resend every heatmap)
+    moves on once per dump interval, or at once when a worker's expert status changes."""
+    monitor = FleetMonitor(EngineLink(Supervisor(tmp_path)), config=SamplerConfig(expert_dump_every_s=5.0))
+
+    def tick(*experts: ExpertSnapshot) -> float:
+        views = [WorkerView(f"http://w{i}", "ready", True, EngineSnapshot(0, "ok"), e) for i, e in enumerate(experts)]
+        total = monitor._experts_total(views)
+        monitor._latest = FleetView(0, "http://router", tuple(views), None, total)
+        return total.time
+
+    first = tick(_experts_at(100.0), _experts_at(102.5))
+    assert tick(_experts_at(105.0), _experts_at(102.5)) == first  # worker 0 dumped: too soon after worker 1
+    assert tick(_experts_at(105.0), _experts_at(107.5)) == 107.5  # a dump interval later
+    assert tick(_experts_at(105.0), ExpertSnapshot(108.0, "no_engine")) == 108.0  # worker 1 went away: at once
+
+
+def _experts_at(when: float) -> ExpertSnapshot:
+    return ExpertSnapshot(when, "recording", window_s=600, activations=10, hit_rate=HitRate(1, 10))

@@ -15,7 +15,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from launch.fleet.router_api import RouterApiError, list_workers
@@ -215,6 +215,7 @@ class FleetMonitor:
         self._history: deque[EngineSnapshot] = deque(maxlen=int(self.config.history_s / self.config.interval_s) + 1)
         self._router: tuple[str, tuple[WatchedWorker, ...]] | None = None  # the attached router's last list
         self._next_router_poll = 0.0
+        self._expert_statuses: tuple[tuple[str, str], ...] = ()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -294,6 +295,20 @@ class FleetMonitor:
             engine, experts = reader.sample()
             views.append(WorkerView(worker.url, worker.state, worker.in_router, engine, experts))
         total = total_engine(now, [v.engine for v in views])
-        self._latest = FleetView(now, router, tuple(views), total, total_experts([v.experts for v in views]))
+        self._latest = FleetView(now, router, tuple(views), total, self._experts_total(views))
         with self._lock:
             self._history.append(total)
+
+    def _experts_total(self, views: list[WorkerView]) -> ExpertSnapshot:
+        """The workers' expert total. Each worker dumps every `expert_dump_every_s`, at its own moment: its time
+        (which makes the Monitor send every worker's heatmap again) moves on at most that often, or at once when
+        a worker's expert status changed, so that N workers do not cost N times the heatmap traffic."""
+        experts = total_experts([v.experts for v in views])
+        statuses = tuple((v.url, v.experts.status) for v in views)
+        last = self._latest.experts
+        if last is not None and statuses == self._expert_statuses \
+                and experts.time - last.time < self.config.expert_dump_every_s:
+            experts = replace(experts, time=last.time)
+        self._expert_statuses = statuses
+        return experts
+
