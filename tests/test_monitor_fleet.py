@@ -53,6 +53,7 @@ def test_fleet_totals_are_sums_and_the_hit_rate_is_all_hits_over_all_activations
     assert load is not None
     assert (load.running_requests, load.queued_requests, load.gen_throughput) == (4, 1, 50.0)
     assert load.token_usage == pytest.approx(800 / 4000)  # the pooled KV cache, not a mean of shares
+    assert load.dp_ranks == 1  # two one-rank engines are not one engine with two data-parallel ranks
     assert total_engine(1, engines[2:]).state == "unreachable"
 
 

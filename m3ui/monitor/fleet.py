@@ -92,7 +92,8 @@ def total_load(loads: Sequence[EngineLoad]) -> EngineLoad | None:
         gen_throughput=sum(x.gen_throughput for x in loads),
         cache_hit_rate=sum(x.cache_hit_rate for x in loads) / len(loads),
         utilization=sum(x.utilization for x in loads) / len(loads),
-        max_running_requests=sum(x.max_running_requests for x in loads), dp_ranks=sum(x.dp_ranks for x in loads),
+        max_running_requests=sum(x.max_running_requests for x in loads),
+        dp_ranks=max(x.dp_ranks for x in loads),  # ranks per engine: the workers are not one engine's ranks
     )
 
 
