@@ -7,13 +7,22 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 import pytest
 
 from tests.app_process import running_app
 from tests.browser import chromium_page
-from tests.test_browser_chat import FEATURE_TIMEOUT_MS, POLL_MS, ask, chat_titles, open_chat, start_new_chat
+from tests.test_browser_chat import (
+    FEATURE_TIMEOUT_MS,
+    POLL_MS,
+    ask,
+    chat_titles,
+    open_chat,
+    start_new_chat,
+    wait_answered,
+)
 
 pytestmark = pytest.mark.browser
 ANSWER_TEXT = """() => {
@@ -22,6 +31,17 @@ ANSWER_TEXT = """() => {
 }"""
 STORED = """() => Object.keys(localStorage).filter(k => k.startsWith('m3ui-chat:'))
   .map(k => localStorage.getItem(k)).join('\\n')"""
+STORED_CHAT = """t => Object.keys(localStorage).filter(k => k.startsWith('m3ui-chat:'))
+  .map(k => localStorage.getItem(k)).find(r => JSON.parse(r).title === t)"""
+# The page lists the browser's chats in the order a sync would give them (newest first): no refresh from another
+# tab's save is still on its way to reorder the list.
+CAUGHT_UP = """() => {
+  const stored = Object.keys(localStorage).filter(k => k.startsWith('m3ui-chat:'))
+    .map(k => JSON.parse(localStorage.getItem(k))).sort((a, b) => b.updated_at - a.updated_at).map(r => r.title);
+  const shown = [...document.querySelectorAll('#m3-chat-list label')].map(l => l.innerText.trim());
+  return JSON.stringify(shown.filter(t => stored.includes(t))) === JSON.stringify(stored);
+}"""
+TITLE = "() => document.querySelector('#m3-chat-title input, #m3-chat-title textarea').value"
 
 
 def last_answer(page) -> str:
@@ -34,10 +54,12 @@ def wait_text(page, selector: str, text: str, present: bool = True) -> None:
 
 
 def open_list_chat(page, title: str) -> None:
+    """Click the chat in the list once the page has taken in the other tabs' saves: a refresh landing between
+    Playwright finding the row and clicking it relabels that row (see test_a_click_on_the_chat_list_...)."""
     page.bring_to_front()
+    page.wait_for_function(CAUGHT_UP, polling=POLL_MS)
     page.locator("#m3-chat-list").get_by_text(title, exact=True).click()
-    page.wait_for_function("t => document.querySelector('#m3-chat-title input, #m3-chat-title textarea').value === t",
-                           arg=title, polling=POLL_MS)
+    page.wait_for_function(f"t => ({TITLE})() === t", arg=title, polling=POLL_MS)
 
 
 def test_a_full_day_in_two_tabs_loses_nothing_typed_or_answered(tmp_path):
@@ -66,10 +88,13 @@ def test_a_full_day_in_two_tabs_loses_nothing_typed_or_answered(tmp_path):
         morning.wait_for_selector("#m3-undo", state="visible")
         morning.click("#m3-undo")
         wait_text(morning, "#m3-chatbot", "3 + 3")
+        before_retry = morning.evaluate(STORED_CHAT, "Plan: what is 2 + 2?")
         morning.locator("#m3-chatbot .message-row.user-row").nth(1).locator(".message").click()
         morning.click("#m3-retry-from")
-        morning.wait_for_selector("#m3-send", state="visible")
-        wait_text(morning, "#m3-chatbot", "TTFT")
+        # the retried question is saved (Send turns into Stop with it), then the answer ends and the page is idle
+        morning.wait_for_function(f"([t, r]) => ({STORED_CHAT})(t) !== r", arg=["Plan: what is 2 + 2?", before_retry],
+                                  polling=POLL_MS)
+        wait_answered(morning)
         kept["Then: what is 3 + 3?"] = last_answer(morning)
 
         # A delete that is taken back.
@@ -112,3 +137,36 @@ def test_a_full_day_in_two_tabs_loses_nothing_typed_or_answered(tmp_path):
                 if question == title or (title.startswith("Plan") and question.startswith("Then")):
                     assert question in shown and re.sub(r"\s+", " ", answer) in re.sub(r"\s+", " ", shown)
     assert not list(tmp_path.glob("m3ui-exports-*"))
+
+
+def test_a_click_on_the_chat_list_opens_the_chat_pointed_at_while_another_tab_saves(tmp_path):
+    """Another tab's save reorders this tab's list (newest first), and Gradio's radio relabels its rows in place:
+    the row under the pointer would turn into another chat just before the click. The list waits while the
+    pointer is on it, and takes the other tab's change once the pointer leaves."""
+    with running_app(tmp_path, env={"TMPDIR": str(tmp_path)}) as app, chromium_page() as other:
+        open_chat(other, app.url)
+        ask(other, "Alpha: what is 2 + 2?")
+        page = other.context.new_page()
+        open_chat(page, app.url)
+        start_new_chat(page)
+        ask(page, "Bravo: what is 3 + 3?")
+        page.wait_for_function(CAUGHT_UP, polling=POLL_MS)
+        assert chat_titles(page) == ["Bravo: what is 3 + 3?", "Alpha: what is 2 + 2?"]
+        row = page.locator("#m3-chat-list label").filter(has_text="Alpha: what is 2 + 2?").bounding_box()
+        x, y = row["x"] + row["width"] / 2, row["y"] + row["height"] / 2
+        page.mouse.move(x, y)  # the person points at Alpha
+
+        other.locator("#m3-message textarea").fill("Alpha again: what is 4 + 4?")  # the other tab stays behind
+        other.locator("#m3-message textarea").press("Enter")
+        page.wait_for_function(f"t => (({STORED_CHAT})(t) || '').includes('4 + 4')", arg="Alpha: what is 2 + 2?",
+                               polling=POLL_MS)  # saved: this tab has been told
+        time.sleep(2)  # a sync takes well under this when it is not held
+        page.mouse.down()
+        page.mouse.up()
+        page.wait_for_function(f"t => ({TITLE})() === t", arg="Alpha: what is 2 + 2?", polling=POLL_MS,
+                               timeout=FEATURE_TIMEOUT_MS)
+
+        page.locator("#m3-message textarea").hover()  # the pointer leaves the list: the other tab's save shows
+        page.wait_for_function(CAUGHT_UP, polling=POLL_MS)
+        wait_text(page, "#m3-chatbot", "Alpha again: what is 4 + 4?")
+        assert chat_titles(page) == ["Alpha: what is 2 + 2?", "Bravo: what is 3 + 3?"]

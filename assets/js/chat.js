@@ -4,13 +4,17 @@
 //   Either way nothing any page wrote is lost. A change by another page makes this page merge them in (sync).
 // - exports arrive as text and are handed to the browser as a download (nothing is written on the server);
 // - Esc stops a streaming answer; Enter while one streams queues the message visibly and sends it after;
-// - at phone width the chat list is a drawer.
+// - at phone width the chat list is a drawer;
+// - while the pointer is on the chat list, a sync waits: it would reorder the list (newest first), and Gradio's
+//   radio keeps its rows in place and relabels them, so the row under the pointer would turn into another chat
+//   and the person's click would open that one.
 (() => {
   const PREFIX = "m3ui-chat:";
   const MIGRATED = "m3ui-chats-migrated"; // set once chats saved the old way are written as records
   const FULL = "This browser's storage is full: the latest change is not saved. Export the chat, or delete old chats.";
   let moved = {}; // chat id -> id of the copy ours was saved as, for the next sync
   let syncWanted = false;
+  let pointing = false; // the pointer is on the chat list
   let queued = false;
 
   const $ = (selector) => document.querySelector(selector);
@@ -81,6 +85,10 @@
   // A sync while this page streams would be overwritten by the answer's last update: wait for the end.
   function requestSync() { syncWanted = true; }
 
+  const onList = (node) => !!(node && node.closest && node.closest("#m3-chat-list"));
+  document.addEventListener("pointerover", (event) => { pointing = onList(event.target); });
+  document.addEventListener("pointerout", (event) => { if (!event.relatedTarget) pointing = false; }); // left the page
+
   function download(doc) {
     if (!doc || typeof doc.name !== "string") return;
     const type = doc.kind === "json" ? "application/json" : "text/markdown";
@@ -143,7 +151,7 @@
     const box = $("#m3-message textarea");
     if (queued && (!box || !box.value.trim())) showQueued(false); // sent (the box empties) or cleared by hand
     if (streaming()) return;
-    if (syncWanted && $("#m3-chat-sync")) {
+    if (syncWanted && !pointing && $("#m3-chat-sync")) {
       syncWanted = false;
       $("#m3-chat-sync").click();
     }
