@@ -6,8 +6,7 @@ again (the launched one stopped, the attached one left running); a worker that d
 from __future__ import annotations
 
 import socket
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import gradio as gr
@@ -16,41 +15,26 @@ import psutil
 import pytest
 
 from launch.fleet.fleet_file import fleet_from_mapping
-from launch.fleet.router_api import list_workers
 from launch.fleet.supervisor import FleetState, FleetSupervisor
 from m3ui.access import AccessPolicy
 from m3ui.admin.fleet import NO_FLEET, ROUTER_CHOICE, FleetDesk
 from m3ui.services import AppServices
 from m3ui.ui.admin.view import build_admin_app
-from tests.fleet_process import free_block
-from tests.sim_process import FAST_ENV, free_port, running_sim, sim_settings
+from tests.fleet_checks import healthy_workers, until
+from tests.fleet_process import free_block, serving_fleet
+from tests.sim_process import free_port, running_sim, sim_settings
 
 pytest.importorskip("sglang_router")
 
 
-def until(condition: Callable[[], bool], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.1)
-
-
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FleetSupervisor]:
-    with pytest.MonkeyPatch.context() as env:
-        for key, value in FAST_ENV.items():
-            env.setenv(key, value)
-        # As `app.py --fleet` reads it: the simulated engine on the bundled M3-shaped config (passes preflight).
-        spec = fleet_from_mapping({"engine": "sim", "router": {"port": free_block(2)},
-                                   "base": {"preset": "single-gpu", "set": {"host": "127.0.0.1"}},
-                                   "workers": [{"port": free_port()}]})
-        supervisor = FleetSupervisor(spec, tmp_path_factory.mktemp("fleet"))
-        supervisor.start()
-        try:
-            assert supervisor.wait_ready(120), supervisor.snapshot()
-            yield supervisor
-        finally:
-            supervisor.stop()
+    # As `app.py --fleet` reads it: the simulated engine on the bundled M3-shaped config (passes preflight).
+    spec = fleet_from_mapping({"engine": "sim", "router": {"port": free_block(2)},
+                               "base": {"preset": "single-gpu", "set": {"host": "127.0.0.1"}},
+                               "workers": [{"port": free_port()}]})
+    with serving_fleet(spec, tmp_path_factory.mktemp("fleet")) as supervisor:
+        yield supervisor
 
 
 @pytest.fixture
@@ -59,7 +43,7 @@ def desk(fleet: FleetSupervisor) -> FleetDesk:
 
 
 def router_urls(fleet: FleetSupervisor) -> set[str]:
-    return {w.url for w in list_workers(fleet.fleet.router.url) if w.healthy}
+    return healthy_workers(fleet.fleet.router.url)
 
 
 def worker_dirs(fleet: FleetSupervisor) -> list[Path]:

@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import psutil
 import pytest
 
-from launch.fleet.router_api import RouterApiError, list_workers
 from launch.run_state import read_run_state
 from tests.app_process import RunningApp, running_app
 from tests.browser import chromium_page
-from tests.fleet_process import free_block
+from tests.fleet_checks import healthy_workers, until
+from tests.fleet_process import write_fleet_file
 from tests.web_requests import client, config, dependency
 
 pytest.importorskip("sglang_router")
@@ -29,33 +29,15 @@ BOB = ("bob", "bob-password")
 ACTIONS = ("admin_fleet_launch", "admin_fleet_attach", "admin_fleet_remove")
 
 
-def until(condition: Callable[[], bool], timeout: float = 60.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out: {what}"
-        time.sleep(0.2)
-
-
-def healthy(router: str) -> set[str]:
-    try:
-        return {w.url for w in list_workers(router) if w.healthy}
-    except RouterApiError:
-        return set()
-
-
 @pytest.fixture(scope="module")
 def fleet_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RunningApp, str, str]]:
     """The app, its router's URL and its one worker's URL, once the router lists the worker healthy."""
     tmp = tmp_path_factory.mktemp("fleet-admin")
-    router_port, worker_port = free_block(2), free_block(1)
-    path = tmp / "fleet.json"
-    path.write_text(json.dumps({"engine": "sim", "router": {"port": router_port},
-                                "base": {"preset": "single-gpu", "set": {"host": "127.0.0.1"}},
-                                "workers": [{"port": worker_port}]}))
-    router, worker = f"http://127.0.0.1:{router_port}", f"http://127.0.0.1:{worker_port}"
+    path, router = write_fleet_file(tmp, workers=1, policy="cache_aware")
+    (worker,) = (f"http://127.0.0.1:{w['port']}" for w in json.loads(path.read_text())["workers"])
     with running_app(tmp, "--fleet", str(path), "--admin-password", ADMIN_PASSWORD, "--chat-user", ":".join(BOB),
                      timeout=120) as app:
-        until(lambda: healthy(router) == {worker}, 120, app.log()[-2000:])
+        until(lambda: healthy_workers(router) == {worker}, 120, "the app's fleet ready")
         yield app, router, worker
 
 
@@ -85,7 +67,7 @@ def test_only_the_admin_can_launch_attach_or_remove_a_worker(fleet_app: tuple[Ru
                     answer = c.post(url, json=body)
                     assert answer.status_code in (401, 403), (who, url, answer.status_code, answer.text[:200])
     time.sleep(1.0)  # anything that slipped through would have reached the router by now
-    assert healthy(router) == {worker}
+    assert healthy_workers(router) == {worker}
     assert worker_dirs(app) == before
 
 
@@ -117,7 +99,7 @@ def test_the_admin_adds_and_removes_a_worker_in_the_browser(fleet_app: tuple[Run
         url = added.get_attribute("data-url")
         assert url and url != worker
         page.wait_for_selector(f'#m3-fleet-workers tr[data-url="{url}"][data-healthy="true"]', timeout=60_000)
-        until(lambda: healthy(router) == {worker, url}, 30, "the router lists the launched worker")
+        until(lambda: healthy_workers(router) == {worker, url}, 30, "the router lists the launched worker")
         state = read_run_state(worker_dirs(app)[-1])
         assert state is not None and state.settings.port == int(url.rsplit(":", 1)[1])
         engine = psutil.Process(state.pid)
@@ -128,7 +110,7 @@ def test_the_admin_adds_and_removes_a_worker_in_the_browser(fleet_app: tuple[Run
         page.click("#m3-fleet-remove")
         page.locator("#m3-fleet-outcome").get_by_text(f"Removed {url} from the router and stopped it.").wait_for()
         page.wait_for_selector(f'#m3-fleet-workers tr[data-url="{url}"]', state="detached", timeout=30_000)
-        until(lambda: healthy(router) == {worker}, 30, "the router drops the removed worker")
+        until(lambda: healthy_workers(router) == {worker}, 30, "the router drops the removed worker")
         psutil.wait_procs([engine], timeout=15)
         assert not engine.is_running() or engine.status() == psutil.STATUS_ZOMBIE
         assert httpx.get(f"{worker}/health", timeout=5, trust_env=False).status_code == 200
