@@ -14,6 +14,7 @@ import httpx
 import psutil
 import pytest
 
+from launch.fleet.addition import check_addition, launched_worker
 from launch.fleet.fleet_file import fleet_from_mapping
 from launch.fleet.supervisor import FleetState, FleetSupervisor
 from m3ui.access import AccessPolicy
@@ -198,3 +199,16 @@ def test_without_a_fleet_the_tab_says_how_to_run_one_and_can_do_nothing(tmp_path
         assert "python app.py --fleet fleet.json" in shown and "docs/FLEET.md" in shown
     finally:
         services.close()
+
+
+def test_a_real_engine_added_next_to_pinned_workers_needs_gpus_of_its_own(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text("{}")
+    spec = fleet_from_mapping({"engine": "sglang", "router": {"port": 30000},
+                               "base": {"preset": "single-gpu", "model_path": str(tmp_path)},
+                               "workers": [{"port": 30010, "gpus": [0]}, {"port": 30011, "gpus": [1]}]})
+    template = spec.workers[0].settings
+    unpinned = [f for f in check_addition(spec, launched_worker(spec, template)) if f.check == "gpus"]
+    assert [(f.level, f.message, f.fix) for f in unpinned] == [
+        ("error", "the workers here use GPUs 0, 1: without GPUs of its own this worker would load onto them too",
+         "give it 1 unused GPU(s), e.g. 2")]
+    assert not [f for f in check_addition(spec, launched_worker(spec, template, gpus=(2,))) if f.check == "gpus"]

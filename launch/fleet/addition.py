@@ -45,10 +45,22 @@ def check_addition(fleet: Fleet, worker: AttachedWorker | LaunchedWorker) -> lis
     findings = [f for f in validate_fleet(replace(fleet, workers=(*fleet.workers, worker)))
                 if (f.field, f.message) not in before]
     if isinstance(worker, LaunchedWorker):
+        findings += _check_gpus_pinned(fleet, worker)
         findings += plan_launch(worker.settings, worker.engine(fleet.engine)).findings
     elif not any(f.is_error and f.check == "worker_url" for f in findings):
         findings += _check_answers(worker)
     return findings
+
+
+def _check_gpus_pinned(fleet: Fleet, worker: LaunchedWorker) -> list[Finding]:
+    """A real engine with no GPUs of its own sees every GPU and loads onto those of the workers already here."""
+    used = sorted({gpu for w in fleet.local_workers for gpu in w.gpus})
+    if fleet.engine.kind != "sglang" or worker.gpus or not used:
+        return []
+    free = [str(max(used) + 1 + i) for i in range(worker.settings.tp_size)]
+    return [Finding("error", "gpus", f"the workers here use GPUs {', '.join(map(str, used))}: without GPUs of its "
+                    "own this worker would load onto them too", f"give it {worker.settings.tp_size} unused GPU(s), "
+                    f"e.g. {','.join(free)}", check="gpus")]
 
 
 def _check_answers(worker: AttachedWorker) -> list[Finding]:
