@@ -1,8 +1,8 @@
 """The admin's Fleet tab on the real app running a fleet (`python app.py --fleet FILE`: the real sglang-router in
-front of a simulated worker), one app for the module: a chat user or an anonymous client cannot launch, attach
-or remove a worker through any of Gradio's routes (raw HTTP), and the admin, in real Chromium, sees the router and
-the worker, gets a clear refusal for a bad URL, launches a second worker, sees it join the router, and removes it
-again (its engine stopped)."""
+front of a simulated worker), one app for the module: a chat user or an anonymous client can neither see the
+fleet nor launch, attach or remove a worker through any of Gradio's routes (raw HTTP); the admin, in real
+Chromium, sees the router and the worker, gets a clear refusal for a bad URL, launches a second worker, sees it
+join the router, and removes it again (its engine stopped)."""
 
 from __future__ import annotations
 
@@ -20,13 +20,13 @@ from tests.app_process import RunningApp, running_app
 from tests.browser import chromium_page
 from tests.fleet_checks import healthy_workers, until
 from tests.fleet_process import write_fleet_file
-from tests.web_requests import client, config, dependency
+from tests.web_requests import client, config, dependency, run
 
 pytest.importorskip("sglang_router")
 
 ADMIN_PASSWORD = "fleet-admin-pw-1"
 BOB = ("bob", "bob-password")
-ACTIONS = ("admin_fleet_launch", "admin_fleet_attach", "admin_fleet_remove")
+ACTIONS = {"admin_fleet_launch", "admin_fleet_attach", "admin_fleet_remove"}
 
 
 @pytest.fixture(scope="module")
@@ -45,12 +45,16 @@ def worker_dirs(app: RunningApp) -> list[Path]:
     return sorted((app.data_dir / "fleets").glob("*/worker-*"))
 
 
-def test_only_the_admin_can_launch_attach_or_remove_a_worker(fleet_app: tuple[RunningApp, str, str]) -> None:
+def test_only_the_admin_can_see_or_change_the_fleet(fleet_app: tuple[RunningApp, str, str]) -> None:
     app, router, worker = fleet_app
     with client(app) as admin:
         assert admin.post("/admin/login", data={"username": "admin", "password": ADMIN_PASSWORD}).status_code == 200
         cfg = config(admin, "/admin")
-    calls = {name: (dependency(cfg, name)["id"], len(dependency(cfg, name)["inputs"])) for name in ACTIONS}
+        shown = run(admin, "/admin", dependency(cfg, "admin_fleet_log")["id"], ["router"])
+        assert shown["success"] and "Starting router" in shown["output"]["data"][0]  # the admin gets through
+    calls = {d["api_name"]: (d["id"], len(d["inputs"])) for d in cfg["dependencies"]
+             if str(d.get("api_name")).startswith("admin_fleet_")}
+    assert set(calls) > ACTIONS  # and the refresh and the log, which show URLs and logs
     before = worker_dirs(app)
     for who in ("anonymous", "bob"):
         with client(app) as c:
