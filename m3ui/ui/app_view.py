@@ -23,6 +23,7 @@ from m3ui.ui.chat_view import build_chat_tab
 from m3ui.ui.gradio_sessions import GradioSessions
 from m3ui.ui.header_view import build_header
 from m3ui.ui.monitor.view import build_monitor_tab
+from m3ui.ui.queue_pacing import pace_queue
 from m3ui.ui.tools_view import build_tools_tab
 from m3ui.web.early_head import EarlyHead
 from m3ui.web.guards import install_guards
@@ -57,6 +58,7 @@ def build_main_app(services: AppServices) -> gr.Blocks:
                     build_account_tab(services, account_tab)
     # Gradio serializes each listener by default; a chat app must serve its users at once.
     demo.queue(default_concurrency_limit=None)
+    pace_queue(demo)
     return demo
 
 
@@ -72,6 +74,7 @@ def build_asgi_app(services: AppServices) -> fastapi.FastAPI:
     if policy.admin_served:
         admin = build_admin_app(services)
         admin.queue(default_concurrency_limit=None)
+        pace_queue(admin)
         admin_files.append(private_file_cache(app, admin))
         gr.mount_gradio_app(app, admin, path=ADMIN_PATH, css=css, head=head, allowed_paths=admin_files,
                             auth=off_the_loop(policy.check_admin_login) if policy.admin_login else None,
