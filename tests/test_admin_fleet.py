@@ -18,7 +18,7 @@ from launch.fleet.addition import check_addition, launched_worker
 from launch.fleet.fleet_file import fleet_from_mapping
 from launch.fleet.supervisor import FleetState, FleetSupervisor
 from m3ui.access import AccessPolicy
-from m3ui.admin.fleet import NO_FLEET, ROUTER_CHOICE, FleetDesk
+from m3ui.admin.fleet import NO_FLEET, ROUTER_CHOICE, FleetDesk, WorkerRow
 from m3ui.services import AppServices
 from m3ui.ui.admin.view import build_admin_app
 from tests.fleet_checks import healthy_workers, until
@@ -142,20 +142,28 @@ def test_workers_attached_and_launched_join_the_router_and_leave_it(fleet: Fleet
     assert fleet.fleet.worker_urls == (first,)
 
 
-def test_a_worker_that_dies_is_shown_restarted(fleet: FleetSupervisor, desk: FleetDesk) -> None:
-    first = fleet.fleet.worker_urls[0]
-    pid = fleet.worker_supervisor(0).snapshot().pid
-    assert pid is not None
-    psutil.Process(pid).kill()
+def test_a_worker_that_dies_is_shown_restarted_and_counts_afresh_once_added_again(fleet: FleetSupervisor,
+                                                                                desk: FleetDesk) -> None:
+    first, port = fleet.fleet.worker_urls[0], free_port()
+    url = f"http://127.0.0.1:{port}"
 
-    def restarted() -> bool:
+    def row() -> WorkerRow:
         view = desk.view()
         assert view is not None
-        (row,) = view.workers
-        return row.status.restarts == 1 and row.status.healthy and row.status.state == "ready"
+        return next(r for r in view.workers if r.status.url == url)
 
-    until(restarted, 60)
-    assert router_urls(fleet) == {first}
+    assert desk.launch(str(port), "", "").level == "ok"
+    until(lambda: router_urls(fleet) == {first, url})
+    pid = fleet.worker_supervisor(1).snapshot().pid
+    assert pid is not None and row().status.restarts == 0
+    psutil.Process(pid).kill()
+    until(lambda: row().status.restarts == 1 and row().status.healthy and row().status.state == "ready")
+    assert router_urls(fleet) == {first, url}
+    assert desk.remove(url).level == "ok"
+    assert desk.launch(str(port), "", "").level == "ok"  # the same URL again: a new worker
+    assert row().status.restarts == 0
+    assert desk.remove(url).level == "ok"
+    until(lambda: router_urls(fleet) == {first})
 
 
 def test_without_a_fleet_every_action_says_how_to_run_one() -> None:

@@ -361,6 +361,8 @@ class FleetSupervisor:
             self.fleet = replace(self.fleet, workers=kept)
             self._next_poll = 0.0
             engine = self._engines.pop(url, None)
+            self._restarts.pop(url, None)  # a worker added again later on this URL starts counting afresh
+            self._outages.pop(url, None)
             entry = self._listed.pop(url, None)
         if entry is not None and self._router is not None:
             remove_worker(self.fleet.router.url, entry)
