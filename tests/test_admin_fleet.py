@@ -168,7 +168,7 @@ def test_a_worker_that_dies_is_shown_restarted_and_counts_afresh_once_added_agai
 
 def test_without_a_fleet_every_action_says_how_to_run_one() -> None:
     desk = FleetDesk(None)
-    assert desk.view() is None and not desk.active
+    assert desk.view() is None
     assert desk.choices() == [ROUTER_CHOICE]
     for outcome in (desk.launch("", "", ""), desk.attach("http://127.0.0.1:1"), desk.remove("http://x:1")):
         assert (outcome.level, outcome.message) == ("error", NO_FLEET)

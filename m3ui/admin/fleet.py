@@ -73,10 +73,6 @@ class FleetDesk:
         self._loads: dict[str, WorkerLoad | str] = {}
         self._http = load_client() if fleet is not None else None  # kept: one per read costs ~10 ms of CPU
 
-    @property
-    def active(self) -> bool:
-        return self.fleet is not None
-
     # --- watching --------------------------------------------------------------------------------------
 
     def view(self) -> FleetView | None:
