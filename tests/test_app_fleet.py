@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from launch.fleet.router_api import RouterApiError, list_workers
 from launch.run_state import read_run_state
 from tests.app_process import RunningApp, running_app
+from tests.fleet_checks import healthy_workers
 from tests.fleet_process import free_block
 from tests.sim_process import FAST_ENV, ROOT
 from tests.sim_sse import stream_chat
@@ -34,7 +34,7 @@ def test_the_app_runs_a_fleet_and_chats_through_its_router(tmp_path: Path) -> No
     with running_app(tmp_path, "--fleet", str(path), timeout=120) as app:
         deadline = time.monotonic() + 120
         workers = {f"http://127.0.0.1:{first}", f"http://127.0.0.1:{first + 1}"}
-        while _healthy_workers(router) != workers:
+        while healthy_workers(router) != workers:
             assert time.monotonic() < deadline, app.log()[-3000:]
             time.sleep(0.3)
         assert f"monitor now watches {router}" in app.log()  # the app's engine is the router, not a worker
@@ -62,13 +62,6 @@ def _until_logged(app: RunningApp, pattern: str, since: int = 0, timeout: float 
     while not re.search(pattern, app.log()[since:]):
         assert time.monotonic() < deadline, f"no {pattern!r} in the app's log:\n{app.log()[-3000:]}"
         time.sleep(0.2)
-
-
-def _healthy_workers(router: str) -> set[str]:
-    try:
-        return {w.url for w in list_workers(router) if w.healthy}
-    except RouterApiError:
-        return set()
 
 
 def test_a_bad_fleet_file_stops_the_app_before_anything_starts(tmp_path: Path) -> None:

@@ -4,33 +4,20 @@ Bad changes are refused with the reason and change nothing."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import psutil
 import pytest
 
 from launch.command import Engine
-from launch.fleet.router_api import list_workers
 from launch.fleet.router_settings import RouterSettings
 from launch.fleet.spec import AttachedWorker, Fleet, LaunchedWorker
 from launch.fleet.supervisor import FleetState, FleetSupervisor
+from tests.fleet_checks import healthy_workers, until
 from tests.fleet_process import free_block
 from tests.sim_process import FAST_ENV, free_port, running_sim, sim_settings
 
 pytest.importorskip("sglang_router")
-
-
-def until(condition: Callable[[], bool], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.1)
-
-
-def healthy_urls(router: str) -> set[str]:
-    return {w.url for w in list_workers(router) if w.healthy}
 
 
 def test_workers_join_and_leave_a_serving_fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -44,22 +31,22 @@ def test_workers_join_and_leave_a_serving_fleet(tmp_path: Path, monkeypatch: pyt
         assert fleet.wait_ready(120), fleet.snapshot()
         with running_sim(sim_settings(free_port())) as outside:
             fleet.add(AttachedWorker(outside.url))
-            until(lambda: healthy_urls(router) == {first.url, outside.url})
+            until(lambda: healthy_workers(router) == {first.url, outside.url})
             with pytest.raises(ValueError, match="is also worker 2"):
                 fleet.add(AttachedWorker(outside.url + "/"))
             with pytest.raises(ValueError, match="started there, then attached"):
                 fleet.add(LaunchedWorker(sim_settings(free_port()), machine="gpu-b"))
             second = LaunchedWorker(sim_settings(free_port()))
             fleet.add(second)
-            until(lambda: healthy_urls(router) == {first.url, outside.url, second.url})
+            until(lambda: healthy_workers(router) == {first.url, outside.url, second.url})
             until(lambda: fleet.snapshot().state is FleetState.READY)
             pid = fleet.worker_supervisor(1).snapshot().pid
             assert pid is not None
             fleet.remove(second.url)
-            until(lambda: healthy_urls(router) == {first.url, outside.url})
+            until(lambda: healthy_workers(router) == {first.url, outside.url})
             assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
             fleet.remove(outside.url)
-            until(lambda: healthy_urls(router) == {first.url})
+            until(lambda: healthy_workers(router) == {first.url})
             assert [w.url for w in fleet.snapshot().workers] == [first.url]
             with pytest.raises(ValueError, match="the last worker cannot be removed"):
                 fleet.remove(first.url)
