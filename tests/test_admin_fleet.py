@@ -14,12 +14,15 @@ import httpx
 import psutil
 import pytest
 
+from launch.command import Engine
 from launch.fleet.addition import check_addition, launched_worker
 from launch.fleet.fleet_file import fleet_from_mapping
 from launch.fleet.supervisor import FleetState, FleetSupervisor
+from launch.supervisor import EngineState
 from m3ui.access import AccessPolicy
+from m3ui.admin.console import AdminConsole
 from m3ui.admin.fleet import NO_FLEET, ROUTER_CHOICE, FleetDesk, WorkerRow
-from m3ui.services import AppServices
+from m3ui.services import AppServices, simulated_settings
 from m3ui.ui.admin.view import build_admin_app
 from tests.fleet_checks import healthy_workers, until
 from tests.fleet_process import free_block, serving_fleet
@@ -196,6 +199,24 @@ def test_the_admin_app_shows_the_fleet_to_the_admin_only(fleet: FleetSupervisor,
     finally:
         services.close()
     assert fleet.fleet.worker_urls == (fleet.fleet.worker_urls[0],)  # the refused calls changed nothing
+
+
+def test_the_single_engine_controls_refuse_on_a_fleet(fleet: FleetSupervisor, tmp_path: Path) -> None:
+    """Start/Stop/Restart/Attach (and what calls them: apply a fix, roll back, the placement relaunch) act on the
+    app's one engine link, which a fleet points at its router: they would cut the chat off from every worker."""
+    services = AppServices.create(tmp_path / "data", AccessPolicy("127.0.0.1", "secret"))
+    try:
+        services.fleet = fleet
+        console = AdminConsole(services)
+        settings = simulated_settings()
+        for outcome in (console.start(settings, Engine("sim")), console.restart(settings, Engine("sim")),
+                        console.stop(), console.attach("http://127.0.0.1:9", "")):
+            assert outcome.level == "error" and "Fleet tab" in outcome.message, outcome
+            assert fleet.fleet.router.url in outcome.message
+        assert services.supervisor.state is EngineState.STOPPED  # nothing was launched
+    finally:
+        services.close()
+    assert router_urls(fleet) == {fleet.fleet.worker_urls[0]}
 
 
 def test_without_a_fleet_the_tab_says_how_to_run_one_and_can_do_nothing(tmp_path: Path) -> None:

@@ -95,6 +95,8 @@ class AdminConsole:
                      if f.check == "port" and f.is_error else f for f in findings)
 
     def start(self, settings: LaunchSettings, engine: Engine, *, override_estimate: bool = False) -> Outcome:
+        if (refused := self._fleet_refusal()) is not None:
+            return refused
         with self._launch_lock:
             if self.services.supervisor.state in _RUNNING:
                 return Outcome("error", "An engine is already running: stop it first, or use Restart to relaunch "
@@ -103,6 +105,8 @@ class AdminConsole:
 
     def restart(self, settings: LaunchSettings, engine: Engine, *, override_estimate: bool = False) -> Outcome:
         """Stop whatever runs, then start these settings; settings with errors stop nothing."""
+        if (refused := self._fleet_refusal()) is not None:
+            return refused
         with self._launch_lock:
             blocking = [f for f in review_form(FormReading(settings, ()), engine, self.survey, self.shapes).findings
                         if f.is_error and not (override_estimate and f.check in OVERRIDABLE_CHECKS)]
@@ -121,6 +125,8 @@ class AdminConsole:
         return _launch_outcome(plan, engine)
 
     def stop(self) -> Outcome:
+        if (refused := self._fleet_refusal()) is not None:
+            return refused
         with self._launch_lock:
             snap = self.services.supervisor.snapshot(log_lines=0)
             if snap.auto_restart is not None and snap.auto_restart.due_at is not None:
@@ -133,6 +139,8 @@ class AdminConsole:
                            else "Detached from the external engine.")
 
     def attach(self, url: str, api_key: str) -> Outcome:
+        if (refused := self._fleet_refusal()) is not None:
+            return refused
         problem = url_problem(url)
         if problem:
             return Outcome("error", problem)
@@ -145,6 +153,15 @@ class AdminConsole:
             except (EngineBusyError, RuntimeError) as exc:
                 return Outcome("error", f"Not attached: {exc}")
             return Outcome("ok", f"Attached to {base}: waiting for /health and /v1/models to answer.")
+
+    def _fleet_refusal(self) -> Outcome | None:
+        """On a fleet the chat is attached to the router: starting, stopping or attaching one engine here would
+        cut it off from every worker. Workers are launched, attached and removed in the Fleet tab."""
+        if self.services.fleet is None:
+            return None
+        return Outcome("error", f"This app runs a fleet behind the router at {self.services.fleet.fleet.router.url}: "
+                                "start, stop and attach act on its workers in the Fleet tab (stopping here would cut "
+                                "the chat off from every worker).")
 
     def set_restart_policy(self, policy: RestartPolicy) -> Outcome:
         self.services.supervisor.set_restart_policy(policy)
