@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 import re
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from m3ui.conversation_store import chat_record, new_chat
 from tests.app_process import running_app
 from tests.browser import chromium_page
 from tests.test_browser_chat import (
@@ -41,6 +43,12 @@ CAUGHT_UP = """() => {
   const shown = [...document.querySelectorAll('#m3-chat-list label')].map(l => l.innerText.trim());
   return JSON.stringify(shown.filter(t => stored.includes(t))) === JSON.stringify(stored);
 }"""
+# This tab's requests to Gradio's queue leave `ms` late: a sync stays on its way that long.
+DELAY_JOINS = """ms => { const fetch = window.fetch; window.fetch = (url, init) => String(url).includes('queue/join')
+  ? new Promise(done => setTimeout(done, ms)).then(() => fetch(url, init)) : fetch(url, init); }"""
+COUNT_READS = """() => { window.__reads = 0; const read = window.m3uiChats.read;
+  window.m3uiChats.read = () => { window.__reads++; return read(); }; }"""  # a sync reads the browser's chats
+WRITE = "records => window.m3uiChats.write(records)"  # the page script's save, as an answer's end calls it
 TITLE = "() => document.querySelector('#m3-chat-title input, #m3-chat-title textarea').value"
 
 
@@ -170,3 +178,20 @@ def test_a_click_on_the_chat_list_opens_the_chat_pointed_at_while_another_tab_sa
         page.wait_for_function(CAUGHT_UP, polling=POLL_MS)
         wait_text(page, "#m3-chatbot", "Alpha again: what is 4 + 4?")
         assert chat_titles(page) == ["Alpha: what is 2 + 2?", "Bravo: what is 3 + 3?"]
+
+
+def test_a_save_landing_while_a_sync_is_on_its_way_is_shown_too(tmp_path):
+    """Another tab saves twice, the second time while this tab's sync of the first is still on its way (its
+    requests are held back here): the second save gets a sync of its own, it is not dropped."""
+    saved = [{**chat_record(replace(new_chat(), title=title)), "base": None} for title in ("Xray", "Yankee")]
+    with running_app(tmp_path, env={"TMPDIR": str(tmp_path)}) as app, chromium_page() as other:
+        open_chat(other, app.url)
+        page = other.context.new_page()
+        open_chat(page, app.url)
+        page.evaluate(COUNT_READS)
+        page.evaluate(DELAY_JOINS, 3000)
+        other.evaluate(WRITE, saved[:1])
+        page.wait_for_function("() => window.__reads > 0", polling=POLL_MS)  # this tab's sync of Xray is on its way
+        other.evaluate(WRITE, saved[1:])
+        page.locator("#m3-chat-list").get_by_text("Yankee", exact=True).wait_for()
+        assert {"Xray", "Yankee"} <= set(chat_titles(page))

@@ -203,7 +203,8 @@ def _wire(ui: ChatTabUI, chat: ChatController) -> None:
         button.click(lambda library, kind=kind: chat.export(library, kind), [ui.library], ui.download, **quick
                      ).success(None, [ui.download], None, js=DOWNLOAD_JS)
     ui.outbox.change(None, [ui.outbox], None, js=WRITE_BROWSER_JS)
-    ui.sync.click(chat.sync, [ui.library, ui.browser], view, js=SYNC_BROWSER_JS, **quick)
+    # A save that lands while a sync is on its way gets a sync of its own after it (Gradio would drop the click).
+    ui.sync.click(chat.sync, [ui.library, ui.browser], view, js=SYNC_BROWSER_JS, trigger_mode="always_last", **quick)
     ui.drawer.click(None, None, None, js=TOGGLE_DRAWER_JS)
     ui.greedy.click(lambda: GREEDY_TEMPERATURE, None, ui.temperature, queue=False)
     ui.defaults.click(lambda: (DEFAULTS.thinking_mode, DEFAULTS.temperature, DEFAULTS.top_p, DEFAULTS.max_tokens,
