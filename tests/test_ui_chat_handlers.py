@@ -40,7 +40,7 @@ def answer(chat: ChatController, stream, finished: list | None = None) -> list[t
     for *values, handed in stream:
         updates.append(tuple(dict(zip(LIVE_SLOTS, values, strict=True)).get(name, SKIP) for name in SLOTS))
         following = following if handed == SKIP else handed
-    *done, _ = chat.finish(following)
+    *done, _ = chat.finish(following, request())
     if finished is not None:
         finished.extend(done)
     last = [next((u[i] for u in reversed(updates) if u[i] != SKIP), SKIP) for i in range(len(SLOTS))]
@@ -53,7 +53,8 @@ def test_send_streams_frames_that_touch_only_the_chatbot_then_saves_the_answer()
         updates = answer(chat, chat.send("What is 6*7?", ChatLibrary.fresh(), *SETTINGS, request()), finished)
         body = server.requests[0]
     started, *frames, final = updates
-    assert started[MESSAGE] == "" and started[SEND]["visible"] is False and started[STOP]["visible"] is True
+    # the page itself moved the question out of the box and turned Send into Stop at the click (chat_view.ASK_JS)
+    assert started[MESSAGE] == started[SEND] == started[STOP] == SKIP
     saved_question = ChatLibrary.from_records(started[OUTBOX])  # the browser gets the question already
     assert saved_question.active.conversation.turns[0].content == "What is 6*7?"
     assert frames, "the answer must show while it streams"
@@ -98,7 +99,7 @@ def test_the_engine_not_ready_keeps_the_message_in_the_chat_with_a_retry_hint():
     final = answer(chat, chat.send("hello?", ChatLibrary.fresh(), *SETTINGS, request()))[-1]
     question, note = final[CHATBOT]
     assert question.content == "hello?" and "not ready (Simulated engine starting (10%))" in note.content
-    assert final[MESSAGE] == ""
+    assert final[SEND]["visible"] is True and final[STOP]["visible"] is False
 
 
 def test_regenerate_answers_the_last_question_again():
@@ -146,6 +147,9 @@ def test_streaming_listeners_have_no_concurrency_limit_of_one(tmp_path):
     chat_answers = [fn for fn in streaming if "chat" in fn.fn.__module__]
     assert len(chat_answers) == 4 and all(len(fn.outputs) == len(LIVE_SLOTS) + 1 for fn in chat_answers), \
         "an answer's frames carry the live slots alone: Gradio builds a component for each output they skip"
+    buttons_or_box = [type(output).__name__ for fn in chat_answers for output in fn.outputs
+                      if isinstance(output, gr.Button | gr.Textbox)]
+    assert not buttons_or_box, f"the page turns itself busy: no frame has to carry {buttons_or_box}"
     assert chat_ui.stall_seconds.label == "Stall limit (s)"
 
 
@@ -186,11 +190,38 @@ def answered(chat: ChatController, *questions: str) -> ChatLibrary:
 
 @pytest.mark.parametrize("handler", ["send", "regenerate"])
 def test_a_handler_with_nothing_to_do_leaves_every_component_as_it_was(handler):
-    """Issue 10 #1: an empty Send or a Regenerate on an empty chat used to blank every label of the tab."""
+    """Issue 10 #1: an empty Send or a Regenerate on an empty chat used to blank every label of the tab. Only
+    Send and Stop are set: back to idle, as the page turned them busy at the click."""
     chat = controller(None)
     updates = answer(chat, chat.send("   ", ChatLibrary.fresh(), *SETTINGS, request()) if handler == "send"
                      else chat.regenerate(ChatLibrary.fresh(), *SETTINGS, request()))
-    assert updates and all(value == SKIP for update in updates for value in update)
+    assert updates and all(value == SKIP for update in updates for i, value in enumerate(update)
+                           if i not in (SEND, STOP))
+    assert updates[-1][SEND] == {"__type__": "update", "visible": True}
+    assert updates[-1][STOP] == {"__type__": "update", "visible": False}
+
+
+def test_library_actions_leave_send_and_stop_to_the_answer():
+    """A search (or a switch, a rename, a sync) done while an answer streams must not make the page look idle:
+    the page turned Send into Stop at the click, and only the answer's `finish` turns it back."""
+    chat = controller(None)
+    library = ChatLibrary.fresh()
+    for view in (chat.search(library, "x"), chat.new_chat(library, ""), chat.rename(library, "t"), chat.load(None)):
+        assert view[SEND] == view[STOP] == SKIP
+
+
+def test_a_question_refused_while_an_answer_streams_goes_back_in_the_box_and_the_page_stays_busy():
+    reply = SseReply((chunk(content="", role="assistant"), chunk(content="1, 2, 3")), hold_open_s=20)
+    with ReplayServer([reply]) as server:
+        chat = controller(server)
+        running = chat.send("count", ChatLibrary.fresh(), *SETTINGS, request())
+        next(running)  # an answer streams in this page
+        refused = answer(chat, chat.send("and then?", ChatLibrary.fresh(), *SETTINGS, request()))
+        running.close()
+        assert server.client_disconnected.wait(5)
+    assert refused[-1][MESSAGE] == "and then?"
+    assert refused[-1][SEND] == refused[-1][STOP] == SKIP, "the running answer's finish turns the page idle"
+    assert all(value == SKIP for i, value in enumerate(refused[-1]) if i != MESSAGE)
 
 
 def test_stall_limit_from_the_form_is_checked_before_sending():
@@ -233,8 +264,7 @@ def test_a_message_typed_while_an_answer_streams_is_not_wiped_when_it_ends():
     with ReplayServer([answer_reply("done")]) as server:
         chat, finished = controller(server), []
         updates = answer(chat, chat.send("q", ChatLibrary.fresh(), *SETTINGS, request()), finished)
-    assert updates[0][MESSAGE] == "" and all(update[MESSAGE] == SKIP for update in updates[1:-1])
-    assert finished[MESSAGE] == SKIP
+    assert all(update[MESSAGE] == SKIP for update in updates) and finished[MESSAGE] == SKIP
 
 
 def test_an_error_inside_a_turn_ends_it_with_a_note_and_the_page_idle():

@@ -41,6 +41,12 @@ SYNC_BROWSER_JS = "(library, browser) => [library, window.m3uiChats.read()]"
 WRITE_BROWSER_JS = "(records) => { window.m3uiChats.write(records); }"
 DOWNLOAD_JS = "(document) => { window.m3uiChats.download(document); }"
 TOGGLE_DRAWER_JS = "() => { window.m3uiChats.toggleDrawer(); }"
+# The page turns itself busy when an answer is asked for, at the click, so that no frame of the answer has to
+# carry the message box or the buttons (m3ui.ui.chat.following): outputs [send, stop], and for a question
+# [asked, message, send, stop] (the question moves out of the box; an empty one leaves everything as it was).
+BUSY = "{__type__: 'update', visible: false}, {__type__: 'update', visible: true}"
+BUSY_JS = f"() => [{BUSY}]"
+ASK_JS = f"(text) => (text || '').trim() ? [text, '', {BUSY}] : [text, undefined, undefined, undefined]"
 
 
 @dataclass
@@ -180,9 +186,15 @@ def _wire(ui: ChatTabUI, chat: ChatController) -> None:
     quick = {"concurrency_id": "chat-library", "concurrency_limit": 1, "show_progress": "hidden"}
     settings = ui.settings
     following = gr.State(None)  # an answer's stream hands this to `finish` (m3ui.ui.chat.following)
+    asked = gr.Textbox(visible=False)  # the question, taken out of the message box by the page (ASK_JS)
     live = [getattr(ui, name) for name in LIVE_SLOTS] + [following]
+    busy = [ui.send, ui.stop]
+    asking = gr.on([ui.message.submit, ui.send.click], None, [ui.message], [asked, ui.message, *busy], js=ASK_JS)
+    for triggers in ([ui.regenerate.click, ui.chatbot.retry], [ui.chatbot.edit], [ui.retry_from.click]):
+        gr.on(triggers, None, None, busy, js=BUSY_JS)
     answers = [
-        gr.on([ui.message.submit, ui.send.click], chat.send, [ui.message, ui.library, *settings], live, **streaming),
+        # "multiple": a question the page took out of the box is always sent (a refused one comes back)
+        asking.then(chat.send, [asked, ui.library, *settings], live, trigger_mode="multiple", **streaming),
         gr.on([ui.regenerate.click, ui.chatbot.retry], chat.regenerate, [ui.library, *settings], live, **streaming),
         ui.chatbot.edit(chat.edit, [ui.library, *settings], live, **streaming),
         ui.retry_from.click(chat.retry_from, [ui.library, ui.selected, *settings], live, **streaming),

@@ -1,7 +1,9 @@
 """The Chat tab's handlers: each turns component values into a call on the core objects and the result back into
 component updates. A handler with nothing to do (an empty message, nothing to regenerate, an answer already
 streaming) returns `unchanged()`: every component stays exactly as it was, and a toast says why. An answer
-streams into a few components and `finish` then sets the whole view (see m3ui.ui.chat.following)."""
+streams into a few components and `finish` then sets the whole view (see m3ui.ui.chat.following); a refused
+answer's `finish` gives the page back its Send button (which the page's script turned into Stop) and its
+question."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from m3ui.client import GenerationSettings
 from m3ui.conversation import Conversation, LoopOptions
 from m3ui.conversation_store import ChatLibrary, ChatNote, SavedChat, export_documents
 from m3ui.legacy_chats import legacy_chats
-from m3ui.ui.chat.following import LIVE_SLOTS, Following, live_frame
+from m3ui.ui.chat.following import Following, live_frame, live_values
 from m3ui.ui.chat.server_library import ServerLibrary
 from m3ui.ui.chat.view_slots import SLOTS, VIEW_SIZE
 from m3ui.ui.chat_controls import session_key, settings_from_form
@@ -92,8 +94,10 @@ class ChatController:
             "title": chat.title,
             "system_prompt": chat.conversation.system_prompt,
             "message": gr.skip() if message is None else message,
-            "send": gr.update(visible=idle),
-            "stop": gr.update(visible=busy),
+            # Send and Stop are the page's (chat_view.ASK_JS turns it busy) and `finish`'s (idle again): a library
+            # action done while an answer streams (a search, a sync) must not make the page look idle.
+            "send": gr.skip(),
+            "stop": gr.skip(),
             "export_md": gr.update(interactive=idle and has_turns),
             "export_json": gr.update(interactive=idle and has_turns),
             "undo": gr.update(visible=idle and library.undo is not None,
@@ -102,7 +106,7 @@ class ChatController:
             **{name: gr.update(interactive=idle) for name in ("regenerate", "clear", "new_chat", "rename", "delete")},
         }
         if not controls:
-            for name in ("send", "stop", "regenerate", "clear", "new_chat", "rename", "delete", "message_actions"):
+            for name in ("regenerate", "clear", "new_chat", "rename", "delete", "message_actions"):
                 values[name] = gr.skip()
         return library, values
 
@@ -208,7 +212,7 @@ class ChatController:
         library = self.owned(library)
         chat = _with_system_prompt(library.active, system_prompt)
         chat = chat.with_conversation(chat.conversation.ask(text))
-        yield from self._answer(library, chat, settings, keep_reasoning, request)
+        yield from self._answer(library, chat, settings, keep_reasoning, request, question=text)
 
     def regenerate(self, library: ChatLibrary | None, thinking_mode: str, temperature: float, top_p: float,
                    max_tokens: float | None, stall_seconds: float | None, keep_reasoning: bool, system_prompt: str,
@@ -254,28 +258,28 @@ class ChatController:
         yield from self._answer(library, retried, settings, keep_reasoning, request)
 
     def _answer(self, library: ChatLibrary, chat: SavedChat, settings: GenerationSettings, keep_reasoning: bool,
-                request: gr.Request) -> Iterator[tuple[object, ...]]:
-        """The question saved (a reload keeps it) and Send turned into Stop, frames of the chatbot alone, and the
-        answer saved with the page idle again."""
+                request: gr.Request, question: str | None = None) -> Iterator[tuple[object, ...]]:
+        """The question saved (a reload keeps it), frames of the chatbot alone, and the answer saved. A refused
+        `question` (the message box's text) goes back into the box."""
         answer = AnswerRequest(chat, settings, LoopOptions(keep_reasoning=keep_reasoning), user=request.username)
         try:
             updates = self._runner.answer(session_key(request), answer)
             first = next(updates)
         except SessionBusy as exc:
             gr.Warning(f"An answer is still streaming in this page: {exc}.")
-            yield live_frame(gr.skip())
+            yield live_frame(gr.skip(), Following(library, message=question))
             return
         except Exception as exc:  # a bug in one turn must not leave the page stuck in "busy"
-            yield from self._settled(library, _failed(chat, exc), message="")
+            yield from self._settled(library, _failed(chat, exc))
             return
         if first.done:  # the engine is not ready: the question is saved with a note
-            yield from self._settled(library, first.chat, message="")
+            yield from self._settled(library, first.chat)
             return
         saved = render(transcript(chat))  # rendered once: only the live answer changes while it streams
-        library, values = self._values(library.put(chat), busy=True, message="", chatbot=saved + render(running=True),
-                                       controls=True)
+        library, values = self._values(library.put(chat), busy=True, message=None,
+                                       chatbot=saved + render(running=True), controls=True)
         following = Following(library)
-        yield (*(values[name] for name in LIVE_SLOTS), following)
+        yield live_values(values, following)
         try:
             for update in updates:
                 if update.phase == "streaming":
@@ -289,21 +293,28 @@ class ChatController:
         finally:
             updates.close()  # also when the page left mid-answer: the run stops and the session is freed
 
-    def _settled(self, library: ChatLibrary, outcome: SavedChat, message: object = None
-                 ) -> Iterator[tuple[object, ...]]:
+    def _settled(self, library: ChatLibrary, outcome: SavedChat) -> Iterator[tuple[object, ...]]:
         """No answer streams: `outcome` is saved at once."""
-        yield self._ended(Following(library, message=message), outcome)
+        yield self._ended(Following(library), outcome)
 
     def _ended(self, following: Following, outcome: SavedChat, chatbot: object = None) -> tuple[object, ...]:
-        """The live slots once the answer ended: saved (also for an API client, which never runs `finish`). Send
-        and Stop stay: the page turns idle in `finish`, together with the rest of the view."""
-        following.library, values = self._values(following.library.put(outcome), False, following.message,
-                                                 chatbot, True)
+        """The live slots once the answer ended: saved (also for an API client, which never runs `finish`). The
+        page turns idle in `finish`, together with the rest of the view."""
+        following.library, values = self._values(following.library.put(outcome), False, None, chatbot, True)
         following.outcome = outcome
-        return (*(gr.skip() if name in ("send", "stop") else values[name] for name in LIVE_SLOTS), following)
+        return live_values(values, following)
 
-    def finish(self, following: Following | None) -> tuple[object, ...]:
-        """The rest of the view once the answer ended and was saved; and no Following any more."""
-        if following is None or following.outcome is None:  # none ended: a refused one leaves a running one be
-            return (*unchanged(), gr.skip())
-        return (*self.show(following.library, chatbot=gr.skip()), None)  # the stream showed the chat
+    def finish(self, following: Following | None, request: gr.Request) -> tuple[object, ...]:
+        """The rest of the view once the answer ended and was saved; and no Following any more. After a refused
+        answer the page gets Send back (unless another answer streams in it) and its refused question."""
+        ended = following is not None and following.outcome is not None
+        shown = self.show(following.library, chatbot=gr.skip()) if following is not None and ended else unchanged()
+        values = dict(zip(SLOTS, shown, strict=True))  # (the stream showed the chat)
+        if not self._runner.runs.running(session_key(request)):
+            values["send"], values["stop"] = gr.update(visible=True), gr.update(visible=False)
+        if ended:
+            return (*(values[name] for name in SLOTS), None)
+        if following is None or following.message is None:
+            return (*(values[name] for name in SLOTS), gr.skip())  # a running one's Following is left be
+        values["message"] = following.message  # the refused question, handed over once
+        return (*(values[name] for name in SLOTS), None)

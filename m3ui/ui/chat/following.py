@@ -1,10 +1,13 @@
 """What an answer's stream sets, and what it hands to the `finish` event chained after it.
 
 Gradio turns every gr.skip() or gr.update() among an update's outputs into a new component object (about
-0.3 ms each), so live frames that listed the whole view (18 outputs) cost more than everything else in the app
-per streamed token. An answer's handler therefore outputs only LIVE_SLOTS (the question saved and Send turned
-into Stop, frames of the chatbot, the answer saved and the page idle) and a Following; `finish`, chained after
-it in chat_view, sets the rest of the view (the chat list, title, undo, export).
+0.3 ms each, plus a rebuild of its config), so every output a live frame carries but does not change costs
+more than the frame's real work. An answer's handler therefore outputs only LIVE_SLOTS: the chatbot, which
+changes, `library`, a State (a skip of it costs nothing), and `outbox`, which saves the question and then the
+answer in the browser (skipped in between: a None would fire its change event, and the page's storage script,
+on every frame). The page itself turns Send into Stop and moves the question out of the message box when it
+is clicked (ASK_JS / BUSY_JS in chat_view), and `finish`, chained after the stream, sets the rest of the view:
+the chat list, title, undo, export and the idle controls.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import gradio as gr
 
 from m3ui.conversation_store import ChatLibrary, SavedChat
 
-LIVE_SLOTS = ("library", "outbox", "chatbot", "message", "send", "stop")  # names of m3ui.ui.chat.view_slots
+LIVE_SLOTS = ("library", "outbox", "chatbot")  # names of m3ui.ui.chat.view_slots
 
 
 @dataclass
@@ -23,10 +26,15 @@ class Following:
     """An answer's stream, as `finish` needs it."""
 
     library: ChatLibrary  # as the browser (or the server) holds it
-    outcome: SavedChat | None = None  # the chat with the answer saved, once it ended
-    message: object = None  # the message box's value at the end (None leaves it as the user left it)
+    outcome: SavedChat | None = None  # the chat with the answer saved, once it ended; None: refused
+    message: str | None = None  # a refused question, put back in the message box by `finish`
 
 
-def live_frame(chatbot: object) -> tuple[object, ...]:
+def live_values(values: dict[str, object], following: object = None) -> tuple[object, ...]:
+    """Values for LIVE_SLOTS and the Following from a full set of view values (ChatController._values)."""
+    return (*(values[name] for name in LIVE_SLOTS), gr.skip() if following is None else following)
+
+
+def live_frame(chatbot: object, following: object = None) -> tuple[object, ...]:
     """Values for LIVE_SLOTS and the Following: the chatbot; the others stay as they are."""
-    return (*(chatbot if name == "chatbot" else gr.skip() for name in LIVE_SLOTS), gr.skip())
+    return live_values({"library": gr.skip(), "outbox": gr.skip(), "chatbot": chatbot}, following)
