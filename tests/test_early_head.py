@@ -69,3 +69,23 @@ def test_anything_else_passes_through_untouched():
         assert http.post("/").text == PAGE
         compressed = http.get("/gzip", headers={"accept-encoding": "identity"})
         assert compressed.text == PAGE  # the client inflated it: the body was not altered
+
+
+def test_gradio_api_routes_get_the_servers_own_send_with_no_wrapper():
+    """The queue's event streams (GET /gradio_api/queue/data, also under /admin) carry every streamed frame: an
+    HTML check wrapped around their `send` would cost a call per message for nothing."""
+    import asyncio
+
+    seen = []
+
+    async def app(scope, receive, send):
+        seen.append(send)
+
+    async def send(message):
+        pass
+
+    guard = EarlyHead(app, snippet=SNIPPET)
+    for path in ("/gradio_api/queue/data", "/admin/gradio_api/queue/data"):
+        asyncio.run(guard({"type": "http", "method": "GET", "path": path, "headers": []}, None, send))
+    asyncio.run(guard({"type": "http", "method": "GET", "path": "/", "headers": []}, None, send))
+    assert seen[0] is send and seen[1] is send and seen[2] is not send

@@ -10,7 +10,10 @@ from __future__ import annotations
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from m3ui.web.mounts import API_PREFIX
+
 HEAD = b"<head>"
+API_PATH = API_PREFIX + "/"  # Gradio's API routes, of either mount: never a page, and the queue's event streams
 
 
 class EarlyHead:
@@ -19,8 +22,8 @@ class EarlyHead:
         self.snippet = snippet.encode("utf-8")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "GET" or not self.snippet:
-            await self.app(scope, receive, send)
+        if scope["type"] != "http" or scope["method"] != "GET" or not self.snippet or API_PATH in scope["path"]:
+            await self.app(scope, receive, send)  # untouched: an event stream's messages pass no wrapper of ours
             return
         start: Message | None = None
         chunks: list[bytes] = []
