@@ -27,7 +27,11 @@ from m3ui.tools.registry import ToolRegistry
 log = logging.getLogger(__name__)
 
 UPDATE_INTERVAL_S = 0.05  # measured: shows ~97% of 1000 tok/s at a sixth of per-token yields' browser CPU
-MAX_UPDATES_PER_S = 100.0  # for all answers streaming in this process together
+# For all answers streaming in this process together. A frame costs Gradio about a millisecond of CPU however
+# few tokens it carries (queue, postprocess, diff, the event stream's write): at 100 frames a second that was
+# most of the app's CPU per token with 16 answers streaming (bench_chat_stream, issue 11). At 50, up to 2 answers
+# still get 20 frames a second each, and 16 at once about 3 each.
+MAX_UPDATES_PER_S = 50.0
 MAX_INTERVAL_S = 0.5
 IDLE_TICK_S = 1.0  # an empty batch this often while nothing happens (lets the UI notice a closed page)
 APPROVAL_TIMEOUT_S = 600.0  # an unanswered approval request denies the call
