@@ -178,7 +178,10 @@ class ExpertSource:
                 return self._last_dump[1]
             self._checkpointing = True
         try:
-            time.sleep(max(0.0, self._last_dump[0] + self._checkpoint_gap_s - time.time()))  # others join
+            with self._checkpoints:
+                gap_ends = self._last_dump[0] + self._checkpoint_gap_s
+                while (left := gap_ends - time.time()) > 0:  # callers arriving meanwhile join this dump
+                    self._checkpoints.wait(left)
             with self._lock:
                 if self._last_dump[0] < after:  # else a poll dumped while this waited for the lock
                     self._checkpoint_dump()

@@ -48,7 +48,7 @@ class SamplerConfig:
     process_relist_s: float = 5.0
     unwatched_interval_s: float = 5.0  # the tick while nobody reads the snapshot (never below interval_s)
     watch_linger_s: float = 10.0  # a read (or the start) counts as someone watching for this long
-    checkpoint_gap_s: float = 0.25  # answers that end within this share one recorder dump
+    checkpoint_gap_s: float = 0.1  # answers that end within this share one recorder dump
 
 
 @dataclass(frozen=True)
