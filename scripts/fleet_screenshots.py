@@ -11,7 +11,6 @@ sglang-router and Debian's chromium).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -23,9 +22,9 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from scripts.screenshots import UI_TIMEOUT_MS, save_small, settle  # noqa: E402
+from scripts.screenshots import UI_TIMEOUT_MS, output_folder, save_small, settle  # noqa: E402
 from tests.app_process import running_app  # noqa: E402
-from tests.browser import CHROMIUM, chromium_page  # noqa: E402
+from tests.browser import chromium_page  # noqa: E402
 from tests.fleet_process import free_block  # noqa: E402
 from tests.monitor_sims import chatting  # noqa: E402
 from tests.sim_process import free_port, running_sim, sim_settings  # noqa: E402
@@ -36,13 +35,9 @@ PASSWORD = "fleet-screenshots-pw"
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots", help="folder for the PNGs")
-    out = parser.parse_args().out
-    if not os.path.exists(CHROMIUM):
-        print(f"Chromium not found at {CHROMIUM}: sudo apt-get install -y chromium", file=sys.stderr)
+    out = output_folder(__doc__.splitlines()[0])
+    if out is None:
         return 1
-    out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="m3ui-fleet-shots-") as tmp:
         router_port, first = free_block(2), free_block(2)
         fleet = Path(tmp) / "fleet.json"

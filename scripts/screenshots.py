@@ -38,14 +38,22 @@ TOOLS_QUESTION = "What's the weather in Lisbon, and what is 2**10?"
 PALETTE_COLOURS = 128
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def output_folder(description: str) -> Path | None:
+    """The --out folder, created; None (after saying why) when Chromium is missing."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots", help="folder for the PNGs")
     out = parser.parse_args().out
     if not os.path.exists(CHROMIUM):
         print(f"Chromium not found at {CHROMIUM}: sudo apt-get install -y chromium", file=sys.stderr)
-        return 1
+        return None
     out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def main() -> int:
+    out = output_folder(__doc__.splitlines()[0])
+    if out is None:
+        return 1
     with tempfile.TemporaryDirectory(prefix="m3ui-screenshots-") as tmp, running_app(Path(tmp)) as app, \
             chromium_page(DESKTOP) as page:
         page.set_default_timeout(UI_TIMEOUT_MS)
