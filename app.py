@@ -142,7 +142,7 @@ def start_fleet_file(path: Path, data_dir: Path, services: object) -> int:
     atexit.register(supervisor.stop)
     follow_fleet(supervisor, sys.stderr)  # workers starting and ready, the router, a worker dying and back
     services.fleet = supervisor  # type: ignore[attr-defined]
-    services.link.attach(fleet.router.url, None)  # type: ignore[attr-defined]
+    services.link.attach(fleet.router.url, None, attached_as="Fleet router")  # type: ignore[attr-defined]
     return 0
 
 

@@ -39,11 +39,12 @@ class EngineStatus:
     # One plain line for chat users when the engine died or failed to start (None otherwise).
     failure: str | None = None
     restart_in_s: float | None = None  # a dead engine's automatic restart is due in this many seconds
+    attached_as: str | None = None  # what an attached URL is, when the app knows better (a fleet's router)
 
     @property
     def kind(self) -> str:
         """What runs, in words."""
-        return _MODE_NAMES[self.mode]
+        return self.attached_as if self.mode == "attached" and self.attached_as else _MODE_NAMES[self.mode]
 
     @property
     def label(self) -> str:
@@ -67,6 +68,7 @@ class EngineLink:
         self._api_key: str | None = None
         self._settings: LaunchSettings | None = None
         self._engine: Engine | None = None
+        self._attached_as: str | None = None
         supervisor.on_auto_restart = self.adopted  # it may relaunch the last good settings, not the ones that died
 
     @property
@@ -106,10 +108,12 @@ class EngineLink:
             self._mode = "simulated" if engine.kind == "sim" else "launched"
             self._api_key, self._settings, self._engine = settings.api_key, settings, engine
 
-    def attach(self, url: str, api_key: str | None) -> None:
+    def attach(self, url: str, api_key: str | None, attached_as: str | None = None) -> None:
+        """`attached_as`: what the URL is, in words, when the app knows (e.g. "Fleet router")."""
         self.supervisor.attach(url, api_key)
         with self._lock:
             self._mode, self._api_key, self._settings, self._engine = "attached", api_key, None, None
+            self._attached_as = attached_as
 
     def stop(self) -> None:
         self.supervisor.stop()
@@ -125,6 +129,7 @@ class EngineLink:
             progress=snap.progress, url=snap.url, model=models[0] if models else None,
             failure=_failure_line(snap.diagnosis, snap.auto_restart) if snap.state is EngineState.FAILED else None,
             restart_in_s=_restart_in(snap.auto_restart) if snap.state is EngineState.FAILED else None,
+            attached_as=self._attached_as,
         )
 
     def endpoint(self) -> EndpointConfig | None:

@@ -121,6 +121,15 @@ def test_the_status_strip_shows_the_phase_progress_and_elapsed_time():
     assert "m3a-steps" not in stopped  # a stopped engine has no phase to show
 
 
+def test_an_attached_fleet_router_is_named_as_such_in_the_strip_and_header():
+    router = EngineStatus("attached", EngineState.READY, True, False, "", 1.0, "http://127.0.0.1:30000", "MiniMax-M3",
+                          attached_as="Fleet router")
+    assert router.label == "Fleet router ready — MiniMax-M3 at http://127.0.0.1:30000"
+    assert ">Fleet router<" in render_status(_snapshot(EngineState.READY, Phase.READY), router)
+    plain = EngineStatus("attached", EngineState.READY, True, False, "", 1.0, "http://127.0.0.1:30000", "MiniMax-M3")
+    assert plain.kind == "External engine"
+
+
 def test_the_what_if_bar_names_each_verdict():
     shape = load_model_shape(None)
     for experts, verdict in ((4, "ok"), (60, "oom_at_load")):
