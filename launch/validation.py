@@ -236,17 +236,29 @@ def check_monitoring(s: LaunchSettings, shape: ModelShape | None, host: HostFact
         yield _err("init_expert_location", "frequency placement needs --init-expert-location (a recorder dump "
                    "with logical_count)", "record a dump first, or use uniform placement",
                    [("kt_expert_placement_strategy", "uniform")], check="placement")
-    if s.kt_enable_dynamic_expert_update and not s.kt_gpu_prefill_token_threshold:
-        # sglang-kt 0.7.2 (kt_ep_wrapper.py) replaces a layer's GPU experts only inside the layerwise prefill of
-        # a batch of at least --kt-gpu-prefill-token-threshold tokens; without one the GPU set never changes
-        yield _warn("kt_enable_dynamic_expert_update", "--kt-enable-dynamic-expert-update does nothing without "
-                    "--kt-gpu-prefill-token-threshold: the engine swaps GPU experts only during the layerwise "
-                    "prefill of a batch that long", f"set --kt-gpu-prefill-token-threshold {DYNAMIC_UPDATE_THRESHOLD}",
-                    [("kt_gpu_prefill_token_threshold", DYNAMIC_UPDATE_THRESHOLD)], check="placement")
+    if s.kt_enable_dynamic_expert_update:
+        yield from _dynamic_update(s)
     if s.expert_distribution_recorder_buffer_size == 0:
         yield _err("expert_distribution_recorder_buffer_size", "a recorder buffer of 0 forward passes records "
                    "nothing", "use 2000, or -1 for unbounded",
                    [("expert_distribution_recorder_buffer_size", 2000)], check="recorder")
+
+
+def _dynamic_update(s: LaunchSettings) -> Iterator[Finding]:
+    # sglang-kt 0.7.2 (kt_ep_wrapper.py) replaces a layer's GPU experts only inside the layerwise prefill of a
+    # batch of at least --kt-gpu-prefill-token-threshold tokens, copying the weights by the checkpoint's format:
+    # fp8 block, fp8 channel, bf16, else INT4 Marlin (MXFP4 is skipped; MXFP8 is not, so it takes the INT4 copy)
+    if s.kt_method == "MXFP8":
+        yield _warn("kt_enable_dynamic_expert_update", "--kt-enable-dynamic-expert-update on an MXFP8 checkpoint "
+                    "(MiniMax-M3): sglang-kt 0.7.2 copies the new GPU experts with its INT4 path, which reads "
+                    "weights an MXFP8 layer does not have, at the first prefill past --kt-gpu-prefill-token-threshold",
+                    "turn it off and use --kt-expert-placement-strategy frequency (python -m launch placement plan)",
+                    [("kt_enable_dynamic_expert_update", False)], check="placement")
+    elif not s.kt_gpu_prefill_token_threshold:
+        yield _warn("kt_enable_dynamic_expert_update", "--kt-enable-dynamic-expert-update does nothing without "
+                    "--kt-gpu-prefill-token-threshold: the engine swaps GPU experts only during the layerwise "
+                    "prefill of a batch that long", f"set --kt-gpu-prefill-token-threshold {DYNAMIC_UPDATE_THRESHOLD}",
+                    [("kt_gpu_prefill_token_threshold", DYNAMIC_UPDATE_THRESHOLD)], check="placement")
 
 
 def check_extra_args(s: LaunchSettings, shape: ModelShape | None, host: HostFacts | None) -> Iterator[Finding]:
