@@ -25,6 +25,7 @@ from launch.fleet.supervisor import FleetSupervisor
 from launch.process_group import group_members
 from launch.run_state import read_run_state
 from tests.sim_process import FAST_ENV, ROOT, free_port
+from tests.stacks import wait_or_explain
 
 
 def free_block(count: int) -> int:
@@ -85,9 +86,9 @@ class FleetProcess:
         pids = [self.router_pid, *(p for i in range(len(self.worker_dirs())) if (p := self.worker_pid(i)))]
         return [proc for pid in pids for proc in group_members(pid)]
 
-    def interrupt(self, timeout: float = 30.0) -> int:
+    def interrupt(self, timeout: float = 60.0) -> int:
         self.proc.send_signal(signal.SIGINT)
-        return self.proc.wait(timeout=timeout)
+        return wait_or_explain(self.proc, timeout)
 
     def kill(self) -> None:
         """Teardown after a failed test: no process may outlive it."""

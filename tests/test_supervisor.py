@@ -30,6 +30,7 @@ from launch.recovery import RecoveryAction, recover
 from launch.run_state import read_run_state, state_path, write_run_state
 from launch.settings import LaunchSettings
 from launch.supervisor import EngineBusyError, EngineState, Supervisor
+from tests.stacks import wait_or_explain
 
 ROOT = Path(__file__).resolve().parent.parent
 API_KEY = "sk-test"
@@ -382,7 +383,7 @@ def test_an_app_stopped_by_a_signal_stops_its_engine_first(tmp_path, sig):
     family = [state.pid, *descendants(state.pid)]
     try:
         app.send_signal(sig)
-        app.wait(timeout=20)
+        wait_or_explain(app, 40)
         assert_all_gone(family)
         assert not state_path(root).exists()
     finally:
