@@ -1,6 +1,7 @@
 """Test-wide settings: offline, and the repo root importable."""
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -11,6 +12,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# A run started in the background (`cmd &`, nohup) inherits SIGINT ignored, and an ignored signal stays ignored
+# across exec: every app and CLI the tests start would then shrug off the Ctrl-C the tests send it. A handled
+# signal is reset to its default in a child, so handling it here gives the children a real Ctrl-C.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
