@@ -185,9 +185,11 @@ def build_parser() -> argparse.ArgumentParser:
     _selection_args(p)
     p.add_argument("--run-root", type=Path, default=DEFAULT_RUN_ROOT,
                    help=f"folder for runs/ and the engine state file (default {DEFAULT_RUN_ROOT})")
+    limits = RestartPolicy()
     p.add_argument("--auto-restart", action="store_true",
-                   help="relaunch an engine that dies, with back-off (first after 5 s, doubling, at most 3 in 10 "
-                   "minutes; a profile's auto_restart sets other limits)")
+                   help=f"relaunch an engine that dies, with back-off (first after {limits.first_delay_s:g} s, "
+                   f"doubling, at most {limits.max_attempts} in {limits.window_s / 60:g} minutes; a profile's "
+                   "auto_restart sets other limits)")
     p.set_defaults(func=cmd_serve)
     add_placement_parser(sub, _selection_args, resolve, DEFAULT_RUN_ROOT)
     add_fleet_parser(sub, _selection_args, resolve, DEFAULT_RUN_ROOT)
