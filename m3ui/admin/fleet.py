@@ -2,8 +2,10 @@
 while the fleet serves.
 
 It reads the FleetSupervisor's in-memory snapshot (phases, the router's worker list as last seen, restarts) and
-asks the network only for what the snapshot lacks: the router's /health and each worker's own load
-(launch/fleet/worker_load.py), at most every PROBE_S whoever is watching, in parallel with short timeouts. Every
+asks the network only for what the snapshot lacks: the router's /health and each worker's own load (its
+/v1/loads, read by the Monitor's parser), at most every PROBE_S whoever is watching, in parallel with short
+timeouts. /v1/loads, not /get_load: both carry these figures in sglang-kt 0.7.2, but /get_load logs a
+deprecation warning into the engine's log at every call. Every
 change is checked whole before anything is launched or registered (launch/fleet/addition.py) and answers an
 Outcome that says what happened or why not.
 """
@@ -23,11 +25,12 @@ from launch.fleet.addition import check_addition, launched_worker
 from launch.fleet.router_api import RouterApiError
 from launch.fleet.spec import AttachedWorker, LaunchedWorker
 from launch.fleet.supervisor import FleetState, FleetSupervisor, WorkerStatus
-from launch.fleet.worker_load import LoadUnavailable, WorkerLoad, load_client, read_load
 from launch.settings import LaunchSettings, SettingsError, parse_assignment
 from m3ui.admin.console import Outcome
+from m3ui.monitor.engine_parse import EngineLoad, parse_loads
 
 PROBE_S = 3.0
+LOAD_TIMEOUT_S = 1.0  # one slow worker must not stall a view of the whole fleet for long
 LOG_LINES = 200
 ROUTER_CHOICE = "router"
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # the router colours its log lines
@@ -41,7 +44,7 @@ NO_FLEET = "This app runs one engine, not a fleet: start it with `python app.py 
 class WorkerRow:
     number: int  # 1-based, as the fleet lists it
     status: WorkerStatus
-    load: WorkerLoad | None
+    load: EngineLoad | None  # the worker's own, summed over its data-parallel ranks
     load_note: str  # why there is no load figure ("" when there is one)
 
 
@@ -70,8 +73,9 @@ class FleetDesk:
         self._lock = threading.Lock()
         self._probed_at = 0.0
         self._router_healthy: bool | None = None
-        self._loads: dict[str, WorkerLoad | str] = {}
-        self._http = load_client() if fleet is not None else None  # kept: one per read costs ~10 ms of CPU
+        self._loads: dict[str, EngineLoad | str] = {}
+        # kept: making a client per read costs ~10 ms of CPU (its TLS context)
+        self._http = httpx.Client(timeout=LOAD_TIMEOUT_S, trust_env=False) if fleet is not None else None
 
     # --- watching --------------------------------------------------------------------------------------
 
@@ -84,13 +88,13 @@ class FleetDesk:
         rows = []
         for i, worker in enumerate(snap.workers, 1):
             load = loads.get(worker.url) if worker.url in probed else "not ready"
-            rows.append(WorkerRow(i, worker, load if isinstance(load, WorkerLoad) else None,
-                                  "" if isinstance(load, WorkerLoad) else load or "not read yet"))
+            rows.append(WorkerRow(i, worker, load if isinstance(load, EngineLoad) else None,
+                                  "" if isinstance(load, EngineLoad) else load or "not read yet"))
         router = RouterRow(snap.router_url, self.fleet.fleet.router.policy, snap.state, snap.detail, snap.router_pid,
                            healthy if snap.router_pid else None)
         return FleetView(router, tuple(rows))
 
-    def _probe(self, router_url: str | None, workers: list[str]) -> tuple[bool | None, dict[str, WorkerLoad | str]]:
+    def _probe(self, router_url: str | None, workers: list[str]) -> tuple[bool | None, dict[str, EngineLoad | str]]:
         """The router's health and each worker's load, asked again once PROBE_S has passed (one asker at a time;
         the others get the last answers)."""
         with self._lock:
@@ -111,12 +115,19 @@ class FleetDesk:
         except httpx.HTTPError:
             return False
 
-    def _load_or_reason(self, url: str) -> WorkerLoad | str:
+    def _load_or_reason(self, url: str) -> EngineLoad | str:
+        """The worker's load, or why there is none."""
         assert self._http is not None
         try:
-            return read_load(self._http, url)
-        except LoadUnavailable as exc:
-            return str(exc)
+            response = self._http.get(f"{url.rstrip('/')}/v1/loads")
+        except httpx.HTTPError as exc:
+            return f"no answer ({type(exc).__name__})"
+        if response.status_code != 200:
+            return f"/v1/loads answered {response.status_code}"
+        try:
+            return parse_loads(response.json())
+        except ValueError as exc:  # a body that is not JSON, or not sglang's shape
+            return f"unexpected /v1/loads answer ({exc})"
 
     def log(self, choice: str | None) -> str:
         """The log tail of the router or a worker launched here."""

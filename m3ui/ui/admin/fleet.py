@@ -119,7 +119,8 @@ def render_worker(row: WorkerRow) -> str:
     w = row.status
     place, place_class = _in_router(row)
     where = "launched here" if w.launched else "attached"
-    load = (f"{row.load.running} · {row.load.waiting} · {row.load.tokens:,}" if row.load is not None
+    own = row.load
+    load = (f"{own.running_requests} · {own.queued_requests} · {own.used_tokens:,}" if own is not None
             else f'<span class="m3f-dim">{esc(row.load_note)}</span>')
     in_flight = str(w.load) if w.load >= 0 else "—"
     restarts = f"{w.restarts}" if w.launched else "—"
