@@ -33,6 +33,9 @@ UPDATE_INTERVAL_S = 0.05  # measured: shows ~97% of 1000 tok/s at a sixth of per
 # still get 20 frames a second each, and 16 at once about 3 each.
 MAX_UPDATES_PER_S = 50.0
 MAX_INTERVAL_S = 0.5
+# The engine's stream is read at most this often (see m3ui.client.stream): reading at the update interval would
+# make token times (the speed shown) late by up to MAX_INTERVAL_S; 10 reads a second cost ~2% of a core for 16.
+MAX_READ_GAP_S = 0.1
 IDLE_TICK_S = 1.0  # an empty batch this often while nothing happens (lets the UI notice a closed page)
 APPROVAL_TIMEOUT_S = 600.0  # an unanswered approval request denies the call
 
@@ -99,7 +102,8 @@ class AnswerRun:
         require_approval: bool = False,
         interval_s: float | None = None,
     ) -> None:
-        self._loop = ToolLoop(client, registry, settings, options, self._ask if require_approval else None)
+        self._loop = ToolLoop(client, registry, settings, options, self._ask if require_approval else None,
+                              self._read_gap)
         self._conversation = conversation
         self._interval_s = interval_s  # None: update_interval() of the answers streaming now
         self._events: queue.Queue[RunEvent] = queue.Queue()
@@ -109,6 +113,12 @@ class AnswerRun:
         self._decision: _Decision | None = None
         self.started_at = 0.0  # wall clock, for the per-answer GPU hit rate
         self.ended_at = 0.0
+
+    def _interval(self) -> float:
+        return self._interval_s if self._interval_s is not None else update_interval(STREAMING.count)
+
+    def _read_gap(self) -> float:
+        return min(MAX_READ_GAP_S, self._interval())
 
     def start(self) -> AnswerRun:
         self.started_at = time.time()
@@ -190,8 +200,7 @@ class AnswerRun:
             if isinstance(batch[-1], LoopFinished):
                 return
             if any(isinstance(event, _SHOWN_TEXT) for event in batch):
-                interval = self._interval_s if self._interval_s is not None else update_interval(STREAMING.count)
-                next_due = time.monotonic() + interval
+                next_due = time.monotonic() + self._interval()
 
 
 class RunRegistry:

@@ -10,13 +10,14 @@ import openai
 from m3ui.client.http_library import http
 from m3ui.client.request import ToolChoice, WireMessage, WireTool, chat_request_kwargs
 from m3ui.client.settings import EndpointConfig, GenerationSettings
-from m3ui.client.stream import ChatStream, HttpResponse
+from m3ui.client.stream import ChatStream, HttpResponse, ReadGap
 from m3ui.client.think_tags import InlineThinkSplitter
 from m3ui.client.timing import Clock
 
 
 class ChatClient:
-    """Thread-safe; one per endpoint. `stream()` returns a ChatStream that has not sent anything yet."""
+    """Thread-safe; one per endpoint. `stream()` returns a ChatStream that has not sent anything yet; with a
+    `read_gap` its body is read at most that often (see ChatStream)."""
 
     def __init__(self, endpoint: EndpointConfig, clock: Clock = time.monotonic) -> None:
         self.endpoint = endpoint
@@ -38,6 +39,7 @@ class ChatClient:
         settings: GenerationSettings,
         tools: Sequence[WireTool] = (),
         tool_choice: ToolChoice = "auto",
+        read_gap: ReadGap | None = None,
     ) -> ChatStream:
         kwargs = chat_request_kwargs(self.endpoint.model, messages, settings, tools, tool_choice)
         kwargs["timeout"] = self._timeout(settings)
@@ -48,7 +50,8 @@ class ChatClient:
             manager = self._sdk.chat.completions.with_streaming_response.create(**kwargs)  # type: ignore[call-overload]
             return manager.__enter__().http_response
 
-        return ChatStream(open_stream, self.endpoint.base_url, settings, self._content_filter(settings), self._clock)
+        return ChatStream(open_stream, self.endpoint.base_url, settings, self._content_filter(settings), self._clock,
+                          read_gap)
 
     def _timeout(self, settings: GenerationSettings) -> object:
         """The read timeout is the user's stall limit: the longest wait for the next byte, headers included."""

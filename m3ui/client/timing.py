@@ -31,6 +31,11 @@ class StreamTimer:
         if self._first_answer is None:
             self._first_answer = now
 
+    @property
+    def started(self) -> bool:
+        """A token has come."""
+        return self._first_token is not None
+
     def token(self) -> float:
         """Any token arrived (also one held back undecided by the think-tag filter)."""
         now = self._clock()

@@ -11,7 +11,7 @@ from m3ui.client.client import ChatClient
 from m3ui.client.events import StreamError, StreamEvent, ToolCall
 from m3ui.client.request import ForceTool, ToolChoice
 from m3ui.client.settings import GenerationSettings
-from m3ui.client.stream import ChatStream
+from m3ui.client.stream import ChatStream, ReadGap
 from m3ui.conversation.assistant_builder import AssistantTurnBuilder
 from m3ui.conversation.openai_messages import to_openai_messages
 from m3ui.conversation.turns import Conversation, ToolTurn
@@ -81,9 +81,10 @@ class ToolLoop:
         settings: GenerationSettings,
         options: LoopOptions = LoopOptions(),
         approve: ApprovalHook | None = None,
+        read_gap: ReadGap | None = None,
     ) -> None:
         self._client, self._registry, self._settings = client, registry, settings
-        self._options, self._approve = options, approve
+        self._options, self._approve, self._read_gap = options, approve, read_gap
         self._stopped = threading.Event()
         self._stream: ChatStream | None = None
 
@@ -108,7 +109,8 @@ class ToolLoop:
                 return
             yield StepStarted(step)
             messages = to_openai_messages(conversation, self._options.keep_reasoning)
-            self._stream = self._client.stream(messages, self._settings, tools, self._options.choice_for_step(step))
+            self._stream = self._client.stream(messages, self._settings, tools, self._options.choice_for_step(step),
+                                               self._read_gap)
             if self._stopped.is_set():  # stop() raced with the line above
                 self._stream.stop()
             builder = AssistantTurnBuilder()
