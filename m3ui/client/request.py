@@ -39,28 +39,26 @@ def chat_request_kwargs(
 
     The thinking mode goes out explicitly on every request: without it multi-turn M3 chats have been seen
     to answer with a literal `</mm:think>` and no reasoning. skip_special_tokens=False keeps M3's tags intact.
+
+    The body goes out as `extra_body`, which the SDK sends as it is, over a placeholder `messages`: the SDK
+    otherwise walks every message against its typed schema before sending (measured: 0.4 ms for one message,
+    4.4 ms for 21, on the path to the first token and growing with the chat), and these are already in wire form.
     """
-    extra_body: dict[str, object] = {
-        "chat_template_kwargs": {"thinking_mode": settings.thinking_mode},
-        "skip_special_tokens": False,
-    }
-    for key in ("top_k", "min_p", "repetition_penalty"):
-        value = getattr(settings, key)
-        if value is not None:
-            extra_body[key] = value
-    kwargs: dict[str, object] = {
-        "model": model,
+    body: dict[str, object] = {
         "messages": list(messages),
         "stream": True,
         "stream_options": {"include_usage": True},
         "temperature": settings.temperature,
         "top_p": settings.top_p,
         "max_tokens": settings.max_tokens,
-        "extra_body": extra_body,
+        "chat_template_kwargs": {"thinking_mode": settings.thinking_mode},
+        "skip_special_tokens": False,
     }
-    if settings.seed is not None:
-        kwargs["seed"] = settings.seed
+    for key in ("top_k", "min_p", "repetition_penalty", "seed"):
+        value = getattr(settings, key)
+        if value is not None:
+            body[key] = value
     if tools:
-        kwargs["tools"] = list(tools)
-        kwargs["tool_choice"] = tool_choice_wire(tool_choice)
-    return kwargs
+        body["tools"] = list(tools)
+        body["tool_choice"] = tool_choice_wire(tool_choice)
+    return {"model": model, "messages": [], "stream": True, "extra_body": body}
