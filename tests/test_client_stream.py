@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +26,7 @@ from m3ui.client import (
 )
 from tests.sse_replay import DONE, JsonReply, ReplayServer, SseReply, chunk, load_samples, tool_calls_reply
 
+ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = load_samples()
 HELLO = [{"role": "user", "content": "hello"}]
 
@@ -209,3 +213,10 @@ def test_stats_show_time_to_first_token_thinking_time_and_decode_speed():
     decode_time = 11 / stats.decode_tokens_per_s  # the tokens after the first
     assert 0.08 <= decode_time <= stats.total_s
     assert (stats.prompt_tokens, stats.completion_tokens) == (5, 12)
+
+
+def test_a_client_pool_imports_the_sdks_chat_resources_before_the_first_answer():
+    code = ("import sys; from m3ui.chat_session.clients import ClientPool; pool = ClientPool(); "
+            "assert pool.warmed.wait(30); print('openai.resources.chat.completions.completions' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "True", done.stderr
