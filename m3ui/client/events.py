@@ -44,7 +44,8 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class StreamStats:
-    """Per-message timing; None where the stream did not tell (never a guess)."""
+    """Per-message timing; None where the stream did not tell (never a guess). Tokens are timed when the app read
+    them: with paced reads (ChatStream's read_gap) up to one gap after they arrived, except the first."""
 
     time_to_first_token_s: float | None
     thinking_s: float | None
