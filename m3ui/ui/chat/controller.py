@@ -18,7 +18,7 @@ from m3ui.client import GenerationSettings
 from m3ui.conversation import Conversation, LoopOptions
 from m3ui.conversation_store import ChatLibrary, ChatNote, SavedChat, export_documents
 from m3ui.legacy_chats import legacy_chats
-from m3ui.ui.chat.following import Following, live_frame, live_values
+from m3ui.ui.chat.following import Following, answer_frame, live_frame, live_values
 from m3ui.ui.chat.server_library import ServerLibrary
 from m3ui.ui.chat.view_slots import SLOTS, VIEW_SIZE
 from m3ui.ui.chat_controls import session_key, settings_from_form
@@ -283,11 +283,11 @@ class ChatController:
         try:
             for update in updates:
                 if update.phase == "streaming":
-                    yield live_frame(saved + render(live=update.live, running=True))
+                    yield answer_frame(saved + render(live=update.live, running=True))
                 elif update.done:
                     yield self._ended(following, update.chat, render(transcript(update.chat)))
                 else:  # answered: shown while its hit rate is looked up
-                    yield live_frame(render(transcript(update.chat)))
+                    yield answer_frame(render(transcript(update.chat)))
         except Exception as exc:  # a bug in one turn must not leave the page stuck in "busy"
             yield self._ended(following, _failed(chat, exc))
         finally:

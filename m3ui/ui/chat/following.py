@@ -38,4 +38,9 @@ def live_values(values: dict[str, object], following: object = None) -> tuple[ob
 
 def live_frame(chatbot: object, following: object = None) -> tuple[object, ...]:
     """Values for LIVE_SLOTS and the Following: the chatbot; the others stay as they are."""
-    return live_values({"library": gr.skip(), "outbox": None, "chatbot": chatbot}, following)
+    return live_values({"library": gr.skip(), "outbox": gr.skip(), "chatbot": chatbot}, following)
+
+
+def answer_frame(chatbot: object) -> tuple[object, ...]:
+    """A frame of a streaming answer: the chatbot, and the storage box None between its two writes."""
+    return live_values({"library": gr.skip(), "outbox": None, "chatbot": chatbot})
