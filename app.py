@@ -130,6 +130,7 @@ def start_fleet_file(path: Path, data_dir: Path, services: object) -> int:
     from launch.fleet.cli import start_fleet
     from launch.fleet.fleet_file import FleetFileError, load_fleet_file
     from launch.fleet.progress import follow_fleet
+    from m3ui.engine_link import FLEET_ROUTER
 
     try:
         fleet = load_fleet_file(path)
@@ -142,7 +143,7 @@ def start_fleet_file(path: Path, data_dir: Path, services: object) -> int:
     atexit.register(supervisor.stop)
     follow_fleet(supervisor, sys.stderr)  # workers starting and ready, the router, a worker dying and back
     services.fleet = supervisor  # type: ignore[attr-defined]
-    services.link.attach(fleet.router.url, None, attached_as="Fleet router")  # type: ignore[attr-defined]
+    services.link.attach(fleet.router.url, None, attached_as=FLEET_ROUTER)  # type: ignore[attr-defined]
     return 0
 
 

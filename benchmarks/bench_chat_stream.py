@@ -58,10 +58,12 @@ ADDED_TTFT_TARGET_MS = 30.0
 CONCURRENT_TARGET = 0.95  # 16 UI sessions' total tok/s / 16 direct clients' total tok/s
 APP_CPU_TARGET_MS = 0.10  # app CPU per streamed token above idle, 16 sessions
 FAIRNESS_TARGET = 0.50  # slowest of 64 sessions' tok/s / the median session's
-# The floors --check has held since the first version; the three targets above (issue 11) are still open: they are
-# printed as GOAL lines and become what --check enforces once the app reaches them.
+# What --check enforces while the three targets above (issue 11) are still open (they print as GOAL lines): floors
+# that catch a return to before the paced reads (0.37-0.43 ms per token, 65-84% of direct), with room for a noisy
+# CI machine (here, quiet: 0.21-0.24 ms, 90-93%).
 ADDED_TTFT_FLOOR_MS = 250.0
-CONCURRENT_FLOOR = 0.50
+CONCURRENT_FLOOR = 0.75
+APP_CPU_FLOOR_MS = 0.35
 IDLE_WINDOW_S = 2.0
 TIMEOUT_S = 120.0
 
@@ -133,6 +135,8 @@ class Report:
              f"TTFT added by the UI {self.added_ttft_ms:.0f} ms > {ADDED_TTFT_FLOOR_MS:.0f} ms"),
             (self.concurrency_ratio >= CONCURRENT_FLOOR,
              f"{self.sessions} sessions' throughput ratio {self.concurrency_ratio:.3f} < {CONCURRENT_FLOOR}"),
+            (self.app_cpu_ms_per_token <= APP_CPU_FLOOR_MS,
+             f"app CPU {self.app_cpu_ms_per_token:.3f} ms per token > {APP_CPU_FLOOR_MS} ms"),
             (self.many_completed == self.many_sessions,
              f"only {self.many_completed} of {self.many_sessions} sessions completed"),
             (self.many_min_over_median >= FAIRNESS_TARGET,

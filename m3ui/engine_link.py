@@ -22,6 +22,7 @@ from launch.supervisor import EngineState, Supervisor
 from m3ui.client import EndpointConfig
 
 LinkMode = Literal["none", "simulated", "launched", "attached"]
+FLEET_ROUTER = "Fleet router"  # `attached_as` of the router of a fleet this app runs (app.py --fleet)
 _MODE_NAMES: dict[LinkMode, str] = {"simulated": "Simulated engine", "launched": "sglang-kt",
                                     "attached": "External engine", "none": "No engine"}
 
@@ -114,6 +115,11 @@ class EngineLink:
         with self._lock:
             self._mode, self._api_key, self._settings, self._engine = "attached", api_key, None, None
             self._attached_as = attached_as
+
+    @property
+    def fronts_a_fleet(self) -> bool:
+        """Attached to the router of a fleet this app runs: no one engine's figures (/v1/loads) are behind it."""
+        return self._attached_as == FLEET_ROUTER
 
     def stop(self) -> None:
         self.supervisor.stop()

@@ -39,8 +39,10 @@ class WatchedEngine:
 
 
 def watched_engine(link: EngineLink) -> WatchedEngine:
+    """The engine the sampler watches: none behind a fleet's router, whose workers the fleet monitor reads each
+    (the router serves no /v1/loads: asking it once a second put a 404 in its log each time)."""
     snapshot = link.supervisor.snapshot(log_lines=0)
-    if snapshot.state not in _WATCHED_STATES or not snapshot.url:
+    if snapshot.state not in _WATCHED_STATES or not snapshot.url or link.fronts_a_fleet:
         return WatchedEngine()
     engine = link.engine
     return WatchedEngine(url=snapshot.url, api_key=link.api_key, pid=snapshot.pid, recorder_dir=link.recorder_dir(),

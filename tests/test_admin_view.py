@@ -15,7 +15,7 @@ from launch.sizing import memory_plan
 from launch.supervisor import EngineState, SupervisorSnapshot
 from m3ui.access import AccessPolicy
 from m3ui.admin.form import FORM_FIELDS, form_values, read_form
-from m3ui.engine_link import EngineStatus
+from m3ui.engine_link import FLEET_ROUTER, EngineStatus
 from m3ui.services import AppServices
 from m3ui.ui.admin.form import build_settings_form
 from m3ui.ui.admin.guard import API_PREFIX
@@ -123,7 +123,7 @@ def test_the_status_strip_shows_the_phase_progress_and_elapsed_time():
 
 def test_an_attached_fleet_router_is_named_as_such_in_the_strip_and_header():
     router = EngineStatus("attached", EngineState.READY, True, False, "", 1.0, "http://127.0.0.1:30000", "MiniMax-M3",
-                          attached_as="Fleet router")
+                          attached_as=FLEET_ROUTER)
     assert router.label == "Fleet router ready — MiniMax-M3 at http://127.0.0.1:30000"
     assert ">Fleet router<" in render_status(_snapshot(EngineState.READY, Phase.READY), router)
     plain = EngineStatus("attached", EngineState.READY, True, False, "", 1.0, "http://127.0.0.1:30000", "MiniMax-M3")
