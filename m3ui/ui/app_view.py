@@ -16,15 +16,15 @@ import gradio as gr
 
 from m3ui.owned_temp_dir import owned_temp_dir
 from m3ui.services import AppServices
-from m3ui.ui.absent_modules import mark_absent
 from m3ui.ui.account_view import build_account_tab
 from m3ui.ui.admin.view import build_admin_app
 from m3ui.ui.chat_view import build_chat_tab
+from m3ui.ui.gradio_costs.absent_modules import mark_absent
+from m3ui.ui.gradio_costs.lazy_session_config import lazy_session_config
+from m3ui.ui.gradio_costs.queue_pacing import pace_queue
 from m3ui.ui.gradio_sessions import GradioSessions
 from m3ui.ui.header_view import build_header
-from m3ui.ui.lazy_session_config import lazy_session_config
 from m3ui.ui.monitor.view import build_monitor_tab
-from m3ui.ui.queue_pacing import pace_queue
 from m3ui.ui.tools_view import build_tools_tab
 from m3ui.web.early_head import EarlyHead
 from m3ui.web.guards import install_guards
@@ -65,8 +65,10 @@ def build_main_app(services: AppServices) -> gr.Blocks:
 
 def build_asgi_app(services: AppServices) -> fastapi.FastAPI:
     """Both apps, behind the HTTP guards of m3ui.web (Host, Origin, admin token, logins, API calls)."""
-    mark_absent()  # Gradio's per-event `import matplotlib` then fails at once (m3ui.ui.absent_modules)
-    lazy_session_config()  # a new session no longer builds every component's configuration (m3ui.ui.lazy_...)
+    # Gradio's own costs (m3ui.ui.gradio_costs): its per-event `import matplotlib` then fails at once, and a new
+    # session no longer builds every component's configuration
+    mark_absent()
+    lazy_session_config()
     app = fastapi.FastAPI(title=TITLE, docs_url=None, redoc_url=None, openapi_url=None)
     policy = services.policy
     css = page_css()
