@@ -61,6 +61,18 @@ def test_unknown_functions_and_bad_inputs_get_a_plain_4xx(app):
     assert "Traceback" not in app.log()
 
 
+def test_gradios_deep_link_route_which_writes_a_file_per_page_state_is_refused(app):
+    with client(app) as c:
+        main = config(c, "")
+        dep, _ = with_textbox(main)
+        accepted, session = join(c, "", dep["id"], form_values(main, dep))  # the session now has a state
+        assert accepted.status_code == 200 and completed(c, "", session)["success"] is True
+        for mount, headers in (("", {}), ("/admin", admin_cookie(app))):
+            answer = c.get(f"{mount}/gradio_api/deep_link", params={"session_hash": session}, headers=headers)
+            assert answer.status_code == 404, (mount, answer.status_code, answer.text[:200])
+            assert "deep links are off" in answer.text
+
+
 def test_an_app_without_an_upload_component_refuses_uploads(app):
     with client(app) as c:
         for mount, headers in (("", {}), ("/admin", admin_cookie(app))):

@@ -1,7 +1,8 @@
 """Checks the calls and uploads that reach either Gradio app (see api_inputs for what a call must hold).
 
 An app with no component that takes a file refuses uploads outright: nothing in it would ever read them,
-and anonymous uploads would only fill the disk.
+and anonymous uploads would only fill the disk. Gradio's deep-link route is refused too: each call writes a copy
+of the caller's page state into a new folder (one per state, never removed), and m3ui makes no deep links.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from m3ui.web.mounts import API_PREFIX, GradioMount, mount_for
 
 CALL_LIMIT = 16 * 1024 * 1024  # a call's JSON body (a pasted document fits; a flood does not)
 UPLOAD_ROUTES = ("upload", "process_recording")
+DEEP_LINK = API_PREFIX + "/deep_link"
 
 
 def api_route(subpath: str) -> tuple[str, str | None] | None:
@@ -40,9 +42,11 @@ class ApiGuard:
         self.mounts = mounts
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        found = mount_for(scope["path"], self.mounts) if scope["type"] == "http" and scope["method"] == "POST" \
-            else None
-        route = api_route(found[1]) if found else None
+        found = mount_for(scope["path"], self.mounts) if scope["type"] == "http" else None
+        if found is not None and found[1].rstrip("/") == DEEP_LINK:
+            await refuse(scope, receive, send, 404, "deep links are off: each one writes the page's state to disk")
+            return
+        route = api_route(found[1]) if found and scope["method"] == "POST" else None
         if found is None or route is None:
             await self.app(scope, receive, send)
             return
