@@ -94,6 +94,10 @@ def test_closing_the_update_stream_early_stops_the_run_and_frees_the_session():
         runner = runner_for(server)
         updates = runner.answer("s1", AnswerRequest(QUESTION, SETTINGS))
         next(updates)
+        deadline = time.monotonic() + 10
+        while not server.requests:  # closed before the request went out, the engine has nothing to abort
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
         updates.close()  # what Gradio does when the page goes away
         assert server.client_disconnected.wait(5)
     assert not runner.runs.running("s1")
