@@ -49,6 +49,7 @@ import psutil  # noqa: E402
 from launch.sim.tokens import count_tokens  # noqa: E402
 from tests.app_process import running_app  # noqa: E402
 from tests.browser import chromium_page  # noqa: E402
+from tests.live_reader import LiveReader, page_ticket  # noqa: E402
 
 # All-CPU-experts decode speed of the simulated KT hybrid; with the reference preset's GPU hit share the
 # engine then streams one request at about 1000 tok/s (if the machine can pace it that fast).
@@ -340,7 +341,8 @@ def total_rate(sessions: list[Session | None], rounds: int = 1) -> float:
 
 
 class UiSessions:
-    """Gradio API clients, one browser session each, that send one question and wait for the whole answer."""
+    """Browser sessions as a page runs them: a Gradio API client each, and for each question the page's live
+    channel, opened as the question is sent; they send one question and wait for the whole answer."""
 
     def __init__(self, app_url: str, count: int) -> None:
         from gradio_client import Client
@@ -348,11 +350,15 @@ class UiSessions:
         with ThreadPoolExecutor(16) as pool:
             self._clients = list(pool.map(lambda _: Client(app_url, verbose=False, download_files=False),
                                           range(count)))
+        self._url = app_url
+        self._tickets = [page_ticket() for _ in range(count)]
 
     def ask(self, i: int, prompt: str) -> int:
+        channel = LiveReader(self._url, self._tickets[i], wait=False)
         outputs = self._clients[i].predict(text=prompt, thinking_mode="disabled", temperature=0.6, top_p=0.95,
                                            max_tokens=8192, stall_seconds=60, keep_reasoning=False,
-                                           system_prompt="", api_name="/send")
+                                           system_prompt="", live_ticket=self._tickets[i], api_name="/send")
+        channel.join()
         # the answer's stats line, "… 812 → 240 tokens", is in the chat the last update shows
         return int(re.findall(r"→ (\d+) tokens", json.dumps(outputs, ensure_ascii=False))[-1])
 

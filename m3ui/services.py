@@ -22,6 +22,8 @@ from m3ui.accounts.meter import AnswerMeter
 from m3ui.accounts.usage import UsageLedger
 from m3ui.admin.last_good import LastGood
 from m3ui.engine_link import EngineLink
+from m3ui.live.feed import LiveFeeds
+from m3ui.live.frame_diff import LiveFrame
 from m3ui.monitor.fleet import FleetMonitor
 from m3ui.monitor_service import MonitorService
 
@@ -42,6 +44,7 @@ class AppServices:
     last_good: LastGood
     fleet: FleetSupervisor | None = None  # set when the app runs a fleet (`app.py --fleet`)
     fleet_monitor: FleetMonitor = field(init=False)  # each worker behind a router, for the Monitor tab
+    live_feeds: LiveFeeds[LiveFrame] = field(default_factory=LiveFeeds)  # the pages' live channels (m3ui.live)
 
     @classmethod
     def create(cls, data_dir: Path, policy: AccessPolicy) -> AppServices:

@@ -133,6 +133,25 @@ def test_thinking_enabled_streams_a_reasoning_block_that_folds_away_above_the_an
     expect(block.get_by_text("one operation at a time")).to_be_visible(timeout=10_000)
 
 
+def test_answers_stream_over_the_page_live_channel_and_end_as_saved(page):
+    frames = "window.m3uiLive.frames()"
+    send(page, "Count to 600", thinking="Disabled")
+    page.wait_for_function("document.querySelector('#m3-chatbot').innerText.includes('100, 101')", polling=POLL_MS)
+    assert page.is_visible("#m3-stop")  # shown while it streams, not at the end
+    wait_answered(page)
+    sent = page.evaluate(frames)
+    assert sent >= 3, sent  # the answer's frames came over the channel (m3ui/live), not Gradio's queue
+    assert "599, 600." in page.locator("#m3-chatbot .message-content").last.inner_text()
+    page.click("#m3-regenerate")  # the other way of asking opens the channel too
+    page.wait_for_function("document.querySelector('#m3-chatbot').innerText.includes('100, 101')", polling=POLL_MS)
+    wait_answered(page)
+    assert page.evaluate(frames) >= sent + 3
+    page.reload()  # what the page showed at the end is what was saved
+    page.wait_for_selector("#m3-chat-list label", state="attached")
+    page.locator("#m3-chat-list label").first.click()
+    page.wait_for_function("document.querySelector('#m3-chatbot').innerText.includes('599, 600.')", polling=POLL_MS)
+
+
 def test_thinking_disabled_shows_no_reasoning_block(page):
     page.evaluate(RECORD_THOUGHT_TITLES)
     send(page, "Solve step by step: 17 * 23", thinking="Disabled")

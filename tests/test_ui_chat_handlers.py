@@ -17,7 +17,7 @@ from m3ui.ui.chat.view_slots import SLOTS
 from tests.sse_replay import ReplayServer, SseReply, answer_reply, chunk
 
 # thinking, temperature, top-p, max tokens, stall limit, keep reasoning, system prompt
-SETTINGS = ("enabled", 0.6, 0.95, 4096, 60, False, "Be brief.")
+SETTINGS = ("enabled", 0.6, 0.95, 4096, 60, False, "Be brief.", "")  # and no live channel (an API client)
 SKIP = gr.skip()
 LIBRARY, OUTBOX, CHATBOT, MESSAGE, SEND, STOP = (SLOTS.index(name) for name in
                                                  ("library", "outbox", "chatbot", "message", "send", "stop"))
@@ -84,11 +84,11 @@ def test_send_streams_frames_that_touch_only_the_chatbot_then_saves_the_answer()
 
 def test_invalid_settings_are_refused_before_anything_is_sent_or_cleared():
     with ReplayServer([]) as server:
-        handler = controller(server).send("hi", ChatLibrary.fresh(), "enabled", 0.6, 0.0, 4096, 60, False, "",
+        handler = controller(server).send("hi", ChatLibrary.fresh(), "enabled", 0.6, 0.0, 4096, 60, False, "", "",
                                           request())
         with pytest.raises(gr.Error, match="top_p"):
             next(handler)
-        handler = controller(server).send("hi", ChatLibrary.fresh(), "sometimes", 0.6, 0.9, 4096, 60, False, "",
+        handler = controller(server).send("hi", ChatLibrary.fresh(), "sometimes", 0.6, 0.9, 4096, 60, False, "", "",
                                           request())
         with pytest.raises(gr.Error, match="thinking mode"):
             next(handler)
@@ -162,7 +162,7 @@ def test_pages_that_never_loaded_a_library_each_get_their_own():
 
 @pytest.mark.parametrize("keep", [False, True])
 def test_earlier_reasoning_goes_back_to_the_model_only_when_asked(keep):
-    settings = (*SETTINGS[:5], keep, SETTINGS[6])
+    settings = (*SETTINGS[:5], keep, *SETTINGS[6:])
     with ReplayServer([answer_reply("42", reasoning="six sevens"), answer_reply("ok")]) as server:
         chat = controller(server)
         library = answer(chat, chat.send("6*7?", ChatLibrary.fresh(), *settings, request()))[-1][0]
@@ -227,7 +227,7 @@ def test_a_question_refused_while_an_answer_streams_goes_back_in_the_box_and_the
 
 def test_stall_limit_from_the_form_is_checked_before_sending():
     with ReplayServer([]) as server:
-        handler = controller(server).send("hi", ChatLibrary.fresh(), "enabled", 0.6, 0.9, 4096, 0, False, "",
+        handler = controller(server).send("hi", ChatLibrary.fresh(), "enabled", 0.6, 0.9, 4096, 0, False, "", "",
                                           request())
         with pytest.raises(gr.Error, match="stall_seconds"):
             next(handler)

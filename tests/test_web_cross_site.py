@@ -37,6 +37,7 @@ def routes(app, cookie) -> list[tuple[str, str, dict]]:
                   ("POST", f"{mount}/gradio_api/queue/join", join_body),
                   ("POST", f"{mount}/gradio_api/upload", upload),
                   ("POST", f"{mount}/login", {"data": {"username": "admin", "password": "x"}})]
+    found.append(("GET", "/m3ui-live/" + "t" * 24, {}))  # a page's live channel (m3ui.live)
     return [(m, p, {**kw, "headers": dict(cookie) if p.startswith("/admin") else {}}) for m, p, kw in found]
 
 

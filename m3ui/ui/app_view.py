@@ -14,6 +14,7 @@ from pathlib import Path
 import fastapi
 import gradio as gr
 
+from m3ui.live.channel import LiveChannel
 from m3ui.owned_temp_dir import owned_temp_dir
 from m3ui.services import AppServices
 from m3ui.ui.account_view import build_account_tab
@@ -90,6 +91,8 @@ def build_asgi_app(services: AppServices) -> fastapi.FastAPI:
                         auth_message="Sign in with your m3ui account. No account? Create one at /signup when the "
                         "admin allows sign-up, or ask the admin.")
     mounts.append(gradio_mount(app, "", "chat", main))
+    # before the main app's mount, which takes every path
+    app.router.routes.insert(0, LiveChannel(services.live_feeds, mounts[-1].logged_in).route())
     app.add_middleware(EarlyHead, snippet=page_head(EARLY_JS_DIR))
     install_guards(app, policy, tuple(mounts))
     return app

@@ -21,6 +21,7 @@ from m3ui.services import AppServices
 from m3ui.ui.chat.browser_import import build_import_offer
 from m3ui.ui.chat.controller import ChatController
 from m3ui.ui.chat.following import LIVE_SLOTS
+from m3ui.ui.chat.live_view import OPEN_JS, LivePage, LiveSlots, build_live_slots
 from m3ui.ui.chat.server_library import ServerLibrary
 from m3ui.ui.chat.view_slots import SLOTS
 from m3ui.ui.chat_controls import chat_runner, thinking_mode_radio
@@ -44,9 +45,11 @@ TOGGLE_DRAWER_JS = "() => { window.m3uiChats.toggleDrawer(); }"
 # The page turns itself busy when an answer is asked for, at the click, so that no frame of the answer has to
 # carry the message box or the buttons (m3ui.ui.chat.following): outputs [send, stop], and for a question
 # [asked, message, send, stop] (the question moves out of the box; an empty one leaves everything as it was).
+# Asking also opens the page's live channel, which the answer's frames take while it streams (m3ui.live).
 BUSY = "{__type__: 'update', visible: false}, {__type__: 'update', visible: true}"
-BUSY_JS = f"() => [{BUSY}]"
-ASK_JS = f"(text) => (text || '').trim() ? [text, '', {BUSY}] : [text, undefined, undefined, undefined]"
+BUSY_JS = f"() => {{ {OPEN_JS}; return [{BUSY}]; }}"
+ASK_JS = (f"(text) => {{ if (!(text || '').trim()) return [text, undefined, undefined, undefined]; {OPEN_JS}; "
+          f"return [text, '', {BUSY}]; }}")
 
 
 @dataclass
@@ -106,8 +109,8 @@ def build_chat_tab(services: AppServices) -> ChatTabUI:
     server = ServerLibrary(ServerChats(accounts)) if accounts is not None else None
     placeholder = gr.Column() if server is not None else None  # the import offer goes first, built once ui exists
     ui = _layout(legacy_secret(services.data_dir))
-    chat = ChatController(chat_runner(services), server)
-    _wire(ui, chat)
+    chat = ChatController(chat_runner(services), server, LivePage(services.live_feeds, ui.chatbot))
+    _wire(ui, chat, build_live_slots(ui.chatbot))
     if server is not None and placeholder is not None:
         with placeholder:
             build_import_offer(server, ui.library, ui.browser, ui.view, chat.sync)
@@ -177,14 +180,14 @@ def _layout(legacy_key: str | None) -> ChatTabUI:
                      top_p, max_tokens, stall_seconds, greedy, defaults, keep_reasoning, system_prompt)
 
 
-def _wire(ui: ChatTabUI, chat: ChatController) -> None:
+def _wire(ui: ChatTabUI, chat: ChatController, live_slots: LiveSlots) -> None:
     view = ui.view
     # Streaming listeners: no concurrency limit, whatever the app's queue default (Gradio's is 1 per listener).
     streaming = {"concurrency_limit": None, "show_progress": "hidden"}
     # The library's own actions take turns (they are quick): a sync computed from the library as it was before a
     # concurrent switch or rename would otherwise undo it on the page.
     quick = {"concurrency_id": "chat-library", "concurrency_limit": 1, "show_progress": "hidden"}
-    settings = ui.settings
+    settings = [*ui.settings, live_slots.ticket]  # and the page's live channel (m3ui.ui.chat.live_view)
     following = gr.State(None)  # an answer's stream hands this to `finish` (m3ui.ui.chat.following)
     asked = gr.Textbox(visible=False)  # the question, taken out of the message box by the page (ASK_JS)
     live = [getattr(ui, name) for name in LIVE_SLOTS] + [following]

@@ -19,6 +19,7 @@ from m3ui.conversation import Conversation, LoopOptions
 from m3ui.conversation_store import ChatLibrary, ChatNote, SavedChat, export_documents
 from m3ui.legacy_chats import legacy_chats
 from m3ui.ui.chat.following import Following, answer_frame, live_frame, live_values
+from m3ui.ui.chat.live_view import LivePage
 from m3ui.ui.chat.server_library import ServerLibrary
 from m3ui.ui.chat.view_slots import SLOTS, VIEW_SIZE
 from m3ui.ui.chat_controls import session_key, settings_from_form
@@ -60,9 +61,10 @@ def _user_ordinal(chat: SavedChat, message_index: int) -> int:
 class ChatController:
     """`show` gives values for every slot of the view (m3ui.ui.chat.view_slots); live frames touch the chatbot only."""
 
-    def __init__(self, runner: ChatRunner, server: ServerLibrary | None = None) -> None:
+    def __init__(self, runner: ChatRunner, server: ServerLibrary | None = None, live: LivePage | None = None) -> None:
         self._runner = runner
         self._server = server  # set: the library is kept on the server for the signed-in person, not the browser
+        self._live = live  # set: an answer's frames go to its page's live channel when one is open
 
     def show(self, library: ChatLibrary, busy: bool = False, message: object = None,
              chatbot: object = None, controls: bool = True) -> tuple[object, ...]:
@@ -202,7 +204,7 @@ class ChatController:
 
     def send(self, text: str, library: ChatLibrary | None, thinking_mode: str, temperature: float, top_p: float,
              max_tokens: float | None, stall_seconds: float | None, keep_reasoning: bool, system_prompt: str,
-             request: gr.Request) -> Iterator[tuple[object, ...]]:
+             live_ticket: str, request: gr.Request) -> Iterator[tuple[object, ...]]:
         settings = settings_from_form(thinking_mode, temperature, top_p, max_tokens, stall_seconds=stall_seconds)
         text = clean_text(text).strip()
         if not text:
@@ -212,11 +214,11 @@ class ChatController:
         library = self.owned(library)
         chat = _with_system_prompt(library.active, system_prompt)
         chat = chat.with_conversation(chat.conversation.ask(text))
-        yield from self._answer(library, chat, settings, keep_reasoning, request, question=text)
+        yield from self._answer(library, chat, settings, keep_reasoning, live_ticket, request, question=text)
 
     def regenerate(self, library: ChatLibrary | None, thinking_mode: str, temperature: float, top_p: float,
                    max_tokens: float | None, stall_seconds: float | None, keep_reasoning: bool, system_prompt: str,
-                   request: gr.Request) -> Iterator[tuple[object, ...]]:
+                   live_ticket: str, request: gr.Request) -> Iterator[tuple[object, ...]]:
         settings = settings_from_form(thinking_mode, temperature, top_p, max_tokens, stall_seconds=stall_seconds)
         library = self.owned(library)
         chat = library.active.before_last_answer()
@@ -224,11 +226,12 @@ class ChatController:
             gr.Warning(NOTHING_TO_REGENERATE)
             yield live_frame(gr.skip())
             return
-        yield from self._answer(library, _with_system_prompt(chat, system_prompt), settings, keep_reasoning, request)
+        yield from self._answer(library, _with_system_prompt(chat, system_prompt), settings, keep_reasoning,
+                                live_ticket, request)
 
     def edit(self, library: ChatLibrary | None, thinking_mode: str, temperature: float, top_p: float,
              max_tokens: float | None, stall_seconds: float | None, keep_reasoning: bool, system_prompt: str,
-             event: gr.EditData, request: gr.Request) -> Iterator[tuple[object, ...]]:
+             live_ticket: str, event: gr.EditData, request: gr.Request) -> Iterator[tuple[object, ...]]:
         """An edited question is sent again from there: the turns after it are replaced (Undo brings them back)."""
         settings = settings_from_form(thinking_mode, temperature, top_p, max_tokens, stall_seconds=stall_seconds)
         library = self.owned(library)
@@ -241,11 +244,11 @@ class ChatController:
             return
         library = library.put_undoable(chat, "edited a question (the old answers)")
         edited = _with_system_prompt(chat.edited(turn, text), system_prompt)
-        yield from self._answer(library, edited, settings, keep_reasoning, request)
+        yield from self._answer(library, edited, settings, keep_reasoning, live_ticket, request)
 
     def retry_from(self, library: ChatLibrary | None, turn: int | None, thinking_mode: str, temperature: float,
                    top_p: float, max_tokens: float | None, stall_seconds: float | None, keep_reasoning: bool,
-                   system_prompt: str, request: gr.Request) -> Iterator[tuple[object, ...]]:
+                   system_prompt: str, live_ticket: str, request: gr.Request) -> Iterator[tuple[object, ...]]:
         """Answer a chosen question again: its answer and every later turn are replaced (Undo brings them back)."""
         settings = settings_from_form(thinking_mode, temperature, top_p, max_tokens, stall_seconds=stall_seconds)
         library = self.owned(library)
@@ -255,12 +258,13 @@ class ChatController:
             return
         library = library.put_undoable(chat, "retried a question (the old answers)")
         retried = _with_system_prompt(chat.retried(turn), system_prompt)
-        yield from self._answer(library, retried, settings, keep_reasoning, request)
+        yield from self._answer(library, retried, settings, keep_reasoning, live_ticket, request)
 
     def _answer(self, library: ChatLibrary, chat: SavedChat, settings: GenerationSettings, keep_reasoning: bool,
-                request: gr.Request, question: str | None = None) -> Iterator[tuple[object, ...]]:
+                live_ticket: str, request: gr.Request, question: str | None = None) -> Iterator[tuple[object, ...]]:
         """The question saved (a reload keeps it), frames of the chatbot alone, and the answer saved. A refused
-        `question` (the message box's text) goes back into the box."""
+        `question` (the message box's text) goes back into the box. While the page's live channel is open, the
+        frames between the first and the last go there instead (m3ui.live)."""
         answer = AnswerRequest(chat, settings, LoopOptions(keep_reasoning=keep_reasoning), user=request.username)
         try:
             updates = self._runner.answer(session_key(request), answer)
@@ -279,18 +283,24 @@ class ChatController:
         library, values = self._values(library.put(chat), busy=True, message=None,
                                        chatbot=saved + render(running=True), controls=True)
         following = Following(library)
+        channel = self._live.answer(live_ticket) if self._live is not None else None
         yield live_values(values, following)
         try:
             for update in updates:
                 if update.phase == "streaming":
-                    yield answer_frame(saved + render(live=update.live, running=True))
-                elif update.done:
-                    yield self._ended(following, update.chat, render(transcript(update.chat)))
-                else:  # answered: shown while its hit rate is looked up
-                    yield answer_frame(render(transcript(update.chat)))
+                    live = render(live=update.live, running=True)
+                    if channel is None or not channel.show(len(saved), live):
+                        yield answer_frame(saved + live)
+                    continue
+                shown = render(transcript(update.chat))  # answered (its hit rate looked up next), or done
+                if channel is not None:  # the same last frame on both ways: whichever comes last, it shows
+                    channel.show(0, shown)
+                yield self._ended(following, update.chat, shown) if update.done else answer_frame(shown)
         except Exception as exc:  # a bug in one turn must not leave the page stuck in "busy"
             yield self._ended(following, _failed(chat, exc))
         finally:
+            if channel is not None:
+                channel.close()
             updates.close()  # also when the page left mid-answer: the run stops and the session is freed
 
     def _settled(self, library: ChatLibrary, outcome: SavedChat) -> Iterator[tuple[object, ...]]:

@@ -1,0 +1,68 @@
+"""GET /m3ui-live/{ticket}: a page's live channel, as server-sent events (assets/js/live.js reads it).
+
+Each event's data is a frame_diff of the newest frame against the last one sent on this connection; a comment
+line now and then keeps an idle channel open; an `end` event says the answer is over (the page closes the
+channel: a browser would otherwise reconnect). The request passes the same guards as every other (Host, Origin)
+and, when the app has logins, needs one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+
+from starlette.responses import PlainTextResponse, StreamingResponse
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from m3ui.live.feed import END, LiveFeed, LiveFeeds
+from m3ui.live.frame_diff import LiveFrame, frame_diff
+
+PATH = "/m3ui-live"
+HEARTBEAT = b": alive\n\n"
+ENDED = b"event: end\ndata: {}\n\n"
+
+
+class LiveChannel:
+    def __init__(self, feeds: LiveFeeds[LiveFrame], allowed: Callable[[Scope], bool]) -> None:
+        self.feeds = feeds
+        self.allowed = allowed  # whether the request is signed in where the app needs it
+
+    def route(self) -> Route:
+        return Route(PATH + "/{ticket}", self, methods=["GET"])
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not self.allowed(scope):
+            await PlainTextResponse("sign in first\n", 401)(scope, receive, send)
+            return
+        ticket = scope["path_params"]["ticket"]
+        subscribed = self.feeds.subscribe(ticket)
+        if subscribed is None:
+            await PlainTextResponse("no live channel for this ticket (malformed, already open, or too many)\n",
+                                    409)(scope, receive, send)
+            return
+        feed, ready = subscribed
+        headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+        try:
+            await StreamingResponse(_events(feed, ready), media_type="text/event-stream", headers=headers)(
+                scope, receive, send)
+        finally:  # the page went away (or reconnects): its answers go back to Gradio's frames meanwhile
+            self.feeds.unsubscribe(ticket, feed)
+
+
+async def _events(feed: LiveFeed[LiveFrame], ready: asyncio.Event) -> AsyncIterator[bytes]:
+    yield HEARTBEAT  # sent at once: the page knows its channel is open
+    sent: LiveFrame | None = None
+    async for frame in feed.frames(ready):
+        if frame is None:
+            yield HEARTBEAT
+            continue
+        if frame is END:
+            yield ENDED
+            return
+        diff = frame_diff(sent, frame)
+        same = sent is not None and sent.start == frame.start and len(sent.messages) == len(frame.messages)
+        sent = frame
+        if diff["ops"] or not same:
+            yield b"data: " + json.dumps(diff, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"

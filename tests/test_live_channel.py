@@ -1,0 +1,84 @@
+"""A page's live channel against the real `python app.py` (m3ui.live): an answer asked for with the page's
+ticket streams its frames over the channel, and its Gradio event carries only the first and last; the channel
+rebuilds exactly what the Chatbot shows at the end, and closes with the answer. Without a channel (an API client)
+the frames come through Gradio as before. The channel refuses what a page would never send."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from gradio_client import Client
+
+from tests.app_process import running_app
+from tests.live_reader import LiveReader, page_ticket
+
+QUESTION = "Count to 400"
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    with running_app(tmp_path_factory.mktemp("live"), env={"M3UI_SIM_DECODE_TPS": "300"}) as running:
+        running.wait_engine_ready()
+        yield running
+
+
+@pytest.fixture
+def client(app):
+    gradio = Client(app.url, verbose=False, download_files=False)
+    yield gradio
+    gradio.close()
+
+
+def ask(client: Client, ticket: str = "") -> list:
+    """Every chatbot value the answer's Gradio event sent."""
+    job = client.submit(QUESTION, "disabled", 0.6, 0.95, 4096, 60, False, "", ticket, api_name="/send")
+    job.result()
+    return [outputs[-1] for outputs in job.outputs()]  # (outbox, chatbot): the States stay on the server
+
+
+def texts(messages: list) -> list[str]:
+    return [" ".join(part["text"] for part in m["content"]) if isinstance(m["content"], list) else m["content"]
+            for m in messages]
+
+
+def test_an_answer_streams_over_the_page_channel_and_gradio_carries_only_its_ends(app, client):
+    ticket = page_ticket()
+    channel = LiveReader(app.url, ticket)
+    frames = ask(client, ticket)
+    channel.join()
+    assert channel.ended and channel.events >= 5, channel.events
+    assert len(frames) <= 3, len(frames)  # the question (and a waiting answer), the answer shown, the last
+    final = texts(frames[-1])
+    assert "399, 400." in final[-1]
+    assert channel.start == 0 and texts(channel.live) == final  # the page shows the same, whichever came last
+
+
+def test_without_a_channel_the_answer_streams_through_gradio(client):
+    frames = ask(client)
+    assert len(frames) >= 5 and "399, 400." in texts(frames[-1])[-1]
+
+
+def test_a_channel_closed_mid_answer_hands_the_frames_back_to_gradio(app, client):
+    ticket = page_ticket()
+    channel = LiveReader(app.url, ticket)
+    job = client.submit(QUESTION, "disabled", 0.6, 0.95, 4096, 60, False, "", ticket, api_name="/send")
+    while channel.events < 3:
+        job.status()  # (polls; the channel's thread counts frames)
+    channel.close()
+    job.result()
+    frames = [outputs[-1] for outputs in job.outputs()]
+    assert len(frames) >= 5 and "399, 400." in texts(frames[-1])[-1]
+
+
+def test_the_channel_refuses_what_a_page_never_sends(app):
+    ticket = page_ticket()
+    with httpx.Client(base_url=app.url, trust_env=False, timeout=10) as http:
+        assert http.get("/m3ui-live/not a ticket").status_code in (404, 409)
+        assert http.get("/m3ui-live/short").status_code == 409
+        assert http.post(f"/m3ui-live/{ticket}").status_code in (404, 405)  # (Gradio answers other methods)
+        assert http.get(f"/m3ui-live/{ticket}", headers={"Origin": "http://evil.example"}).status_code == 403
+        with http.stream("GET", f"/m3ui-live/{ticket}") as first:
+            assert first.status_code == 200 and first.headers["content-type"].startswith("text/event-stream")
+            assert http.get(f"/m3ui-live/{ticket}").status_code == 409  # one channel per page
+        text = http.get(f"/m3ui-live/{page_ticket()}", timeout=30).text  # no answer comes: it ends
+        assert text.endswith("\n\nevent: end\ndata: {}\n\n") and "data: {\"" not in text
