@@ -31,17 +31,25 @@ def page_ticket() -> str:
     return secrets.token_urlsafe(18)
 
 
+def channel_client(connections: int = 128) -> httpx.Client:
+    """An HTTP client for many channels at once (no read timeout: a channel is quiet while nothing streams)."""
+    return httpx.Client(timeout=httpx.Timeout(10, read=None), trust_env=False,
+                        limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections))
+
+
 class LiveReader:
     """Opens the channel of the page with `ticket` (as the page does when it asks for an answer; the answer is
     asked for with the same ticket) and follows it in a thread until the answer ends it, or close()."""
 
-    def __init__(self, app_url: str, ticket: str, timeout: float = 10, wait: bool = True) -> None:
+    def __init__(self, app_url: str, ticket: str, timeout: float = 10, wait: bool = True,
+                 http: httpx.Client | None = None) -> None:
         self.ticket = ticket
         self.start, self.live, self.events, self.ended = 0, [], 0, False
         self._opened = threading.Event()
         self._closed = False
         self._socket: socket.socket | None = None
-        self._client = httpx.Client(timeout=httpx.Timeout(timeout, read=None), trust_env=False)
+        self._own_client = http is None
+        self._client = http or channel_client()
         self._thread = threading.Thread(target=self._read, args=(f"{app_url}/m3ui-live/{self.ticket}",), daemon=True)
         self._thread.start()
         if wait and not self._opened.wait(timeout):
@@ -73,4 +81,5 @@ class LiveReader:
         if self._socket is not None and self._thread.is_alive():
             self._socket.shutdown(socket.SHUT_RDWR)
         self._thread.join(5)
-        self._client.close()
+        if self._own_client:
+            self._client.close()

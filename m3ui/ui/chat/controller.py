@@ -293,9 +293,11 @@ class ChatController:
                         yield answer_frame(saved + live)
                     continue
                 shown = render(transcript(update.chat))  # answered (its hit rate looked up next), or done
-                if channel is not None:  # the same last frame on both ways: whichever comes last, it shows
-                    channel.show(0, shown)
-                yield self._ended(following, update.chat, shown) if update.done else answer_frame(shown)
+                sent = channel is not None and channel.show(0, shown)
+                if update.done:  # the last frame goes both ways: whichever comes last, the page shows it
+                    yield self._ended(following, update.chat, shown)
+                elif not sent:
+                    yield answer_frame(shown)
         except Exception as exc:  # a bug in one turn must not leave the page stuck in "busy"
             yield self._ended(following, _failed(chat, exc))
         finally:
