@@ -68,8 +68,8 @@
     clickedAt = 0;
     const shown = Array.isArray(value) ? value : [];
     if (!pending) return [shown];
-    if (shown.length < start) { // the answer's first Gradio frame (its question) has not arrived yet
-      setTimeout(show, 50);
+    if (shown.length < start) { // the answer's first Gradio frame (its question) has not arrived yet: look
+      setTimeout(show, 16); // again a display frame later (the first token may be waiting on it)
       return [shown];
     }
     pending = false;
