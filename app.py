@@ -168,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     from m3ui.access import AccessPolicy
     from m3ui.services import AppServices
     from m3ui.ui.app_view import build_asgi_app
+    from m3ui.web.shutdown import GRACEFUL_SHUTDOWN_S, quiet_cancelled_responses
     from m3ui.web.urls import browse_url
 
     users = tuple(tuple(item.split(":", 1)) for item in args.chat_user)
@@ -179,9 +180,11 @@ def main(argv: list[str] | None = None) -> int:
     policy = AccessPolicy.from_env(args.host, args.admin_password, users,  # type: ignore[arg-type]
                                    tuple(args.allowed_host), accounts, args.session_hours)
     services = AppServices.create(args.data_dir, policy)
-    # uvicorn shuts down gracefully on SIGINT/SIGTERM and then re-raises the signal to the handler it found:
-    # ours stops the engine (it runs in its own session, so nothing else would) before the app exits.
+    # uvicorn shuts down gracefully on SIGINT/SIGTERM (streams still open are cut after GRACEFUL_SHUTDOWN_S) and
+    # then re-raises the signal to the handler it found: ours stops the engine (it runs in its own session, so
+    # nothing else would) before the app exits.
     install_signal_handlers(services.supervisor)
+    quiet_cancelled_responses()
     atexit.register(services.close)
     try:
         code = start_engine(args, services)
@@ -201,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         # uvicorn's default trusts X-Forwarded-For from 127.0.0.1: any local process could then pick the address
         # the login throttle counts; only a named proxy is believed
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning", proxy_headers=bool(args.trusted_proxy),
-                    forwarded_allow_ips=args.trusted_proxy or None)
+                    forwarded_allow_ips=args.trusted_proxy or None, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
         return 0
     finally:
         services.close()

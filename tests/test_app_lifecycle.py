@@ -49,6 +49,28 @@ def test_signal_stops_the_engine_with_the_app(tmp_path, sig):
         assert not alive, f"engine outlived the app: {[p.pid for p in alive]}"
 
 
+def test_a_signal_stops_the_engine_while_an_answer_still_streams(tmp_path):
+    """uvicorn's graceful shutdown waits for open responses; an answer streaming to a page (or a page's event
+    stream) must not keep the app, and so its engine, running after Ctrl-C."""
+    from gradio_client import Client
+
+    with running_app(tmp_path, env={"M3UI_SIM_DECODE_TPS": "5"}) as app:  # a long answer: minutes at this pace
+        app.wait_engine_ready()
+        engines = _engines_of(app.process.pid)
+        client = Client(app.url, verbose=False, download_files=False)
+        job = client.submit("Count to 400", "disabled", 0.6, 0.95, 4096, 60, False, "", "", api_name="/send")
+        deadline = time.monotonic() + 30
+        while "Count to 400" not in str(job.outputs()[-1:]):  # the question is shown: the answer streams
+            assert time.monotonic() < deadline, app.log()[-2000:]
+            time.sleep(0.1)
+        app.process.send_signal(signal.SIGTERM)
+        app.process.wait(timeout=30)
+        gone, alive = psutil.wait_procs(engines, timeout=15)
+        assert not alive, f"engine outlived the app: {[p.pid for p in alive]}"
+        assert "Traceback" not in app.log(), app.log()[-3000:]  # a cut stream is expected at shutdown
+        client.close()
+
+
 def test_a_killed_app_leaves_an_engine_the_next_start_takes_over(tmp_path):
     data = tmp_path / "data"
     env = {**os.environ, **FAST_SIM_ENV, "M3UI_DATA_DIR": str(data), "PYTHONUNBUFFERED": "1"}
