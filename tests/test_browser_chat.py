@@ -152,6 +152,19 @@ def test_answers_stream_over_the_page_live_channel_and_end_as_saved(page):
     page.wait_for_function("document.querySelector('#m3-chatbot').innerText.includes('599, 600.')", polling=POLL_MS)
 
 
+def test_chats_are_kept_by_the_app_alone_not_also_in_gradios_run_history(page, app):
+    """Gradio records every event's inputs and outputs (the whole chat) in the browser's storage, rereading and
+    rewriting up to 100 of them at each event: with a few dozen saved chats that was ~150 ms of the page's CPU per
+    answer, before the first token showed, and a copy of every chat the app's own storage and accounts know
+    nothing about."""
+    ask(page, "What is 5 + 5? (run history)")
+    keys = page.evaluate("Object.keys(localStorage)")
+    assert not [key for key in keys if key.startswith("gradio:")], keys
+    holding = page.evaluate("Object.keys(localStorage).filter(k => localStorage.getItem(k).includes('(run history)'))")
+    assert holding and all(key.startswith("m3ui") for key in holding), holding
+    assert httpx.get(f"{app.url}/gradio_api/runs", timeout=10, trust_env=False).status_code == 404
+
+
 def test_thinking_disabled_shows_no_reasoning_block(page):
     page.evaluate(RECORD_THOUGHT_TITLES)
     send(page, "Solve step by step: 17 * 23", thinking="Disabled")

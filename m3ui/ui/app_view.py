@@ -74,6 +74,10 @@ def build_asgi_app(services: AppServices) -> fastapi.FastAPI:
     policy = services.policy
     css = page_css()
     head = page_head()
+    # No Gradio run history: it copies every event's inputs and outputs (whole chats) into the browser's storage,
+    # rereading and rewriting up to 100 of them at each event (~150 ms of the page's CPU per answer, before its
+    # first token, with a few dozen saved chats), and offers to upload them to a Hugging Face bucket.
+    mounted = {"run_history": False}
     mounts = []
     admin_files: list[str] = []
     if policy.admin_served:
@@ -81,13 +85,13 @@ def build_asgi_app(services: AppServices) -> fastapi.FastAPI:
         admin.queue(default_concurrency_limit=None)
         pace_queue(admin)
         admin_files.append(private_file_cache(app, admin))
-        gr.mount_gradio_app(app, admin, path=ADMIN_PATH, css=css, head=head, allowed_paths=admin_files,
+        gr.mount_gradio_app(app, admin, path=ADMIN_PATH, css=css, head=head, allowed_paths=admin_files, **mounted,
                             auth=off_the_loop(policy.check_admin_login) if policy.admin_login else None,
                             auth_message="m3ui admin: log in as 'admin' or with an admin account")
         mounts.append(gradio_mount(app, ADMIN_PATH, "admin", admin))
     main = build_main_app(services)
     chat_auth = off_the_loop(policy.check_chat_login) if policy.chat_login else None
-    gr.mount_gradio_app(app, main, path="", css=css, head=head, auth=chat_auth, blocked_paths=admin_files,
+    gr.mount_gradio_app(app, main, path="", css=css, head=head, auth=chat_auth, blocked_paths=admin_files, **mounted,
                         auth_message="Sign in with your m3ui account. No account? Create one at /signup when the "
                         "admin allows sign-up, or ask the admin.")
     mounts.append(gradio_mount(app, "", "chat", main))
