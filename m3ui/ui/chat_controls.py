@@ -40,7 +40,7 @@ def settings_from_form(thinking_mode: str, temperature: float | None = None, top
             max_tokens=defaults.max_tokens if max_tokens is None else _whole(max_tokens),
             stall_seconds=defaults.stall_seconds if stall_seconds is None else float(stall_seconds),
         )
-    except SettingsError as exc:
+    except (SettingsError, TypeError, ValueError) as exc:  # the page's values as sent (the API's too): not numbers
         raise gr.Error(f"Fix the settings before sending: {exc}", title="Invalid setting") from exc
 
 

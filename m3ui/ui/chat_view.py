@@ -182,8 +182,10 @@ def _layout(legacy_key: str | None) -> ChatTabUI:
 
 def _wire(ui: ChatTabUI, chat: ChatController, live_slots: LiveSlots) -> None:
     view = ui.view
-    # Streaming listeners: no concurrency limit, whatever the app's queue default (Gradio's is 1 per listener).
-    streaming = {"concurrency_limit": None, "show_progress": "hidden"}
+    # Streaming listeners: no concurrency limit, whatever the app's queue default (Gradio's is 1 per listener). Their
+    # inputs reach the handler as the page sent them (settings_from_form checks them): Gradio's preprocess ran
+    # each input's in a worker thread of its own, one after another, ~10-30 ms before each answer could start.
+    streaming = {"concurrency_limit": None, "show_progress": "hidden", "preprocess": False}
     # The library's own actions take turns (they are quick): a sync computed from the library as it was before a
     # concurrent switch or rename would otherwise undo it on the page.
     quick = {"concurrency_id": "chat-library", "concurrency_limit": 1, "show_progress": "hidden"}
