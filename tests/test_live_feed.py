@@ -134,9 +134,12 @@ def grown(messages: list[dict]) -> st.SearchStrategy[list[dict]]:
        st.integers(0, 3), st.integers(0, 3))
 def test_a_diff_applied_as_the_page_applies_it_rebuilds_the_frame(frames, start, next_start):
     first, second = LiveFrame(start, frames[0]), LiveFrame(next_start, frames[1])
-    shown_start, shown = apply_frame(0, [], frame_diff(None, first))
+    shown_start, shown = apply_frame(0, [], frame_diff(None, first))  # type: ignore[arg-type]
     assert (shown_start, shown) == (start, first.messages)
     diff = frame_diff(first, second)
+    if diff is None:  # nothing to send: the page shows `second` already
+        assert (start, first.messages) == (next_start, second.messages)
+        return
     assert apply_frame(shown_start, shown, diff) == (next_start, second.messages)
     if start == next_start and all(op.get("append") is not None for op in diff["ops"]):
         assert len(str(diff)) <= len(str(second.messages)) + 64  # text that only grew is sent as what it added
@@ -147,4 +150,8 @@ def test_text_that_grew_is_sent_as_what_was_added():
     after = {**before, "content": [{"type": "text", "text": "1, 2, 3"}]}
     assert frame_diff(LiveFrame(2, [before]), LiveFrame(2, [after])) == \
         {"start": 2, "length": 1, "ops": [{"i": 0, "append": ", 3"}]}
-    assert frame_diff(LiveFrame(2, [after]), LiveFrame(2, [after])) == {"start": 2, "length": 1, "ops": []}
+    assert frame_diff(LiveFrame(2, [after]), LiveFrame(2, [after])) is None  # the page shows it: nothing to send
+    assert frame_diff(LiveFrame(2, [after]), LiveFrame(2, [])) == {"start": 2, "length": 0, "ops": []}
+    assert frame_diff(LiveFrame(1, [after]), LiveFrame(2, [after])) == \
+        {"start": 2, "length": 1, "ops": [{"i": 0, "set": after}]}
+    assert frame_diff(None, LiveFrame(2, [])) == {"start": 2, "length": 0, "ops": []}

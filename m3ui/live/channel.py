@@ -62,7 +62,6 @@ async def _events(feed: LiveFeed[LiveFrame], ready: asyncio.Event) -> AsyncItera
             yield ENDED
             return
         diff = frame_diff(sent, frame)
-        same = sent is not None and sent.start == frame.start and len(sent.messages) == len(frame.messages)
         sent = frame
-        if diff["ops"] or not same:
+        if diff is not None:
             yield b"data: " + json.dumps(diff, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"

@@ -15,11 +15,12 @@ class LiveFrame:
     messages: list[Message]
 
 
-def frame_diff(sent: LiveFrame | None, frame: LiveFrame) -> dict[str, Any]:
+def frame_diff(sent: LiveFrame | None, frame: LiveFrame) -> dict[str, Any] | None:
     """{"start", "length", "ops"}: the page's live messages become `frame.messages` by applying `ops` (each
     {"i", "set": message} or {"i", "append": text}) to the ones it holds from `sent` (none when it starts
-    elsewhere), cut to `length`."""
-    before = sent.messages if sent is not None and sent.start == frame.start else []
+    elsewhere), cut to `length`. None when the page already shows `frame` (nothing to send)."""
+    same_place = sent is not None and sent.start == frame.start
+    before = sent.messages if sent is not None and same_place else []
     ops: list[dict[str, Any]] = []
     for index, message in enumerate(frame.messages):
         old = before[index] if index < len(before) else None
@@ -27,6 +28,8 @@ def frame_diff(sent: LiveFrame | None, frame: LiveFrame) -> dict[str, Any]:
             continue
         added = _appended(old, message)
         ops.append({"i": index, "append": added} if added is not None else {"i": index, "set": message})
+    if not ops and same_place and len(before) == len(frame.messages):
+        return None
     return {"start": frame.start, "length": len(frame.messages), "ops": ops}
 
 
