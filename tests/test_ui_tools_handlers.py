@@ -92,6 +92,25 @@ def test_a_bad_stall_limit_is_refused_before_sending_and_changes_nothing():
         assert updates == [UNCHANGED] and server.requests == []
 
 
+@pytest.mark.parametrize(("selected", "choice", "max_steps", "expected"), [
+    (NAMES, "auto", "lots", "Fix the tool settings"),  # the listeners take the values unprocessed
+    (NAMES, "auto", None, "Fix the tool settings"),
+    (None, "required", 5, "needs at least one selected tool"),  # no list of tools: none selected
+    (NAMES, 7, 5, "names no selected tool"),
+])
+def test_raw_values_that_make_no_setting_are_refused_before_sending(selected, choice, max_steps, expected):
+    with ReplayServer([]) as server, pytest.warns(UserWarning, match=expected):
+        updates = list(controller(server).send("hi", new_chat(), (), selected, choice, "adaptive", False, max_steps, 10,
+                                               60, gr.Request(session_hash="page-1")))
+        assert updates == [UNCHANGED] and server.requests == []
+
+
+def test_a_message_that_is_no_text_is_an_empty_one():
+    with ReplayServer([]) as server, pytest.warns(UserWarning, match="Type a message first"):
+        assert list(send(controller(server), None)) == [UNCHANGED]  # type: ignore[arg-type]
+        assert server.requests == []
+
+
 def test_an_empty_message_or_an_empty_chat_to_regenerate_changes_nothing():
     with ReplayServer([]) as server:
         tools = controller(server)

@@ -28,6 +28,11 @@ def _ordered_modes() -> tuple[str, ...]:
     return (default, *(mode for mode in THINKING_MODES if mode != default))
 
 
+def clean_text(text: object) -> str:
+    """Text from the page as something that can always be stored, sent and shown (lone surrogates replaced)."""
+    return str(text or "").encode("utf-8", "replace").decode("utf-8")
+
+
 def settings_from_form(thinking_mode: str, temperature: float | None = None, top_p: float | None = None,
                        max_tokens: float | None = None, *, stall_seconds: float | None = None) -> GenerationSettings:
     """The settings, or gr.Error with what to fix (raised before anything is sent or changed)."""

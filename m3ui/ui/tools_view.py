@@ -35,7 +35,7 @@ from m3ui.conversation.export import fenced
 from m3ui.conversation_store import SavedChat, new_chat
 from m3ui.services import AppServices
 from m3ui.tools import CustomToolError, builtin_tools
-from m3ui.ui.chat_controls import chat_runner, session_key, settings_from_form, thinking_mode_radio
+from m3ui.ui.chat_controls import chat_runner, clean_text, session_key, settings_from_form, thinking_mode_radio
 from m3ui.ui.chat_render import pretty_json, render
 
 DEFAULT_OPTIONS = LoopOptions()
@@ -164,7 +164,9 @@ def _layout() -> ToolsTabUI:
 
 
 def _wire(ui: ToolsTabUI, tools: ToolsController) -> None:
-    streaming = {"concurrency_limit": None, "show_progress": "hidden"}
+    # unprocessed inputs, checked by the handlers: as in the Chat tab (m3ui.ui.chat_view), Gradio preprocessed each
+    # in a worker thread of its own before the answer could start
+    streaming = {"concurrency_limit": None, "show_progress": "hidden", "preprocess": False}
     gr.on([ui.message.submit, ui.send.click], tools.send, [ui.message, ui.chat, *ui.settings], ui.view, **streaming)
     ui.regenerate.click(tools.regenerate, [ui.chat, *ui.settings], ui.view, **streaming)
     ui.stop.click(tools.stop, None, None, queue=False)
@@ -194,6 +196,11 @@ def _approval_prompt(call: CallView) -> str:
 # What a handler with nothing to do returns for ToolsTabUI.view: every component stays exactly as it was (a
 # streaming handler that yields nothing blanks them all).
 UNCHANGED: tuple[object, ...] = tuple(gr.skip() for _ in range(9))
+
+
+def offered(selected: object) -> list[str]:
+    """The ticked tools as the page (or an API client) sent them: a list of names; anything else ticks none."""
+    return [name for name in selected if isinstance(name, str)] if isinstance(selected, list) else []
 
 
 class ToolsController:
@@ -268,13 +275,15 @@ class ToolsController:
     def send(self, text: str, chat: SavedChat, specs: tuple[str, ...], selected: list[str], choice: str,
              thinking_mode: str, require_approval: bool, max_steps: float, tool_timeout: float,
              stall_seconds: float | None, request: gr.Request) -> Iterator[tuple[object, ...]]:
+        selected = offered(selected)
         form = self.settings(selected, choice, thinking_mode, max_steps, tool_timeout, stall_seconds)
-        if form is None or not text.strip():
+        text = clean_text(text).strip()
+        if form is None or not text:
             if form is not None:
                 gr.Warning("Type a message first.")
             yield UNCHANGED
             return
-        chat = chat.with_conversation(chat.conversation.ask(text.strip()))
+        chat = chat.with_conversation(chat.conversation.ask(text))
         yield from self._answer(AnswerRequest(chat, *form, selected_registry(selected, specs), require_approval),
                                 request)
 
@@ -282,6 +291,7 @@ class ToolsController:
                    thinking_mode: str, require_approval: bool, max_steps: float, tool_timeout: float,
                    stall_seconds: float | None, request: gr.Request) -> Iterator[tuple[object, ...]]:
         """A new answer to the last question: its old answer, tool calls and results are dropped first."""
+        selected = offered(selected)
         form = self.settings(selected, choice, thinking_mode, max_steps, tool_timeout, stall_seconds)
         question = chat.before_last_answer()
         if form is None or question is None:
@@ -299,10 +309,10 @@ class ToolsController:
         cover the chat with an error badge; nothing is sent or changed either way)."""
         try:
             settings = settings_from_form(thinking_mode, stall_seconds=stall_seconds)
-            return settings, LoopOptions(tool_choice_from(choice, selected), int(max_steps), float(tool_timeout))
+            return settings, LoopOptions(tool_choice_from(str(choice), selected), int(max_steps), float(tool_timeout))
         except gr.Error as exc:
             gr.Warning(exc.message, title=exc.title)
-        except (ToolSetupError, ValueError) as exc:
+        except (ToolSetupError, TypeError, ValueError) as exc:
             gr.Warning(f"Fix the tool settings before sending: {exc}", title="Invalid tool setting")
         return None
 

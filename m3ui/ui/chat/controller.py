@@ -22,18 +22,13 @@ from m3ui.ui.chat.following import Following, answer_frame, live_frame, live_val
 from m3ui.ui.chat.live_view import LivePage
 from m3ui.ui.chat.server_library import ServerLibrary
 from m3ui.ui.chat.view_slots import SLOTS, VIEW_SIZE
-from m3ui.ui.chat_controls import session_key, settings_from_form
+from m3ui.ui.chat_controls import clean_text, session_key, settings_from_form
 from m3ui.ui.chat_render import render
 
 log = logging.getLogger(__name__)
 
 EMPTY_MESSAGE = "Type a message first."
 NOTHING_TO_REGENERATE = "Nothing to regenerate yet: send a message first."
-
-
-def clean_text(text: object) -> str:
-    """Text from the page as something that can always be stored, sent and shown (lone surrogates replaced)."""
-    return str(text or "").encode("utf-8", "replace").decode("utf-8")
 
 
 def unchanged() -> tuple[object, ...]:
