@@ -28,6 +28,12 @@ def _ordered_modes() -> tuple[str, ...]:
     return (default, *(mode for mode in THINKING_MODES if mode != default))
 
 
+# The answer listeners of both chat tabs: no concurrency limit, whatever the app's queue default (Gradio's is 1 per
+# listener); inputs handed over as the page sent them, checked by the handlers (settings_from_form): Gradio's
+# preprocess ran each input in a worker thread of its own, one after another, 10-30 ms before an answer could start.
+STREAMING_LISTENER = {"concurrency_limit": None, "show_progress": "hidden", "preprocess": False}
+
+
 def clean_text(text: object) -> str:
     """Text from the page as something that can always be stored, sent and shown (lone surrogates replaced)."""
     return str(text or "").encode("utf-8", "replace").decode("utf-8")

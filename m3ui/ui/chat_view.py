@@ -24,7 +24,7 @@ from m3ui.ui.chat.following import LIVE_SLOTS
 from m3ui.ui.chat.live_view import OPEN_JS, LivePage, LiveSlots, build_live_slots
 from m3ui.ui.chat.server_library import ServerLibrary
 from m3ui.ui.chat.view_slots import SLOTS
-from m3ui.ui.chat_controls import chat_runner, thinking_mode_radio
+from m3ui.ui.chat_controls import STREAMING_LISTENER, chat_runner, thinking_mode_radio
 
 PLACEHOLDER = ("**Chat with MiniMax-M3**\n\nPick a thinking mode on the right. The reasoning streams into a block "
                "that folds away when the answer starts; each answer shows its timing and token counts.")
@@ -182,10 +182,6 @@ def _layout(legacy_key: str | None) -> ChatTabUI:
 
 def _wire(ui: ChatTabUI, chat: ChatController, live_slots: LiveSlots) -> None:
     view = ui.view
-    # Streaming listeners: no concurrency limit, whatever the app's queue default (Gradio's is 1 per listener). Their
-    # inputs reach the handler as the page sent them (settings_from_form checks them): Gradio's preprocess ran
-    # each input's in a worker thread of its own, one after another, ~10-30 ms before each answer could start.
-    streaming = {"concurrency_limit": None, "show_progress": "hidden", "preprocess": False}
     # The library's own actions take turns (they are quick): a sync computed from the library as it was before a
     # concurrent switch or rename would otherwise undo it on the page.
     quick = {"concurrency_id": "chat-library", "concurrency_limit": 1, "show_progress": "hidden"}
@@ -199,10 +195,11 @@ def _wire(ui: ChatTabUI, chat: ChatController, live_slots: LiveSlots) -> None:
         gr.on(triggers, None, None, busy, js=BUSY_JS)
     answers = [
         # "multiple": a question the page took out of the box is always sent (a refused one comes back)
-        asking.then(chat.send, [asked, ui.library, *settings], live, trigger_mode="multiple", **streaming),
-        gr.on([ui.regenerate.click, ui.chatbot.retry], chat.regenerate, [ui.library, *settings], live, **streaming),
-        ui.chatbot.edit(chat.edit, [ui.library, *settings], live, **streaming),
-        ui.retry_from.click(chat.retry_from, [ui.library, ui.selected, *settings], live, **streaming),
+        asking.then(chat.send, [asked, ui.library, *settings], live, trigger_mode="multiple", **STREAMING_LISTENER),
+        gr.on([ui.regenerate.click, ui.chatbot.retry], chat.regenerate, [ui.library, *settings], live,
+              **STREAMING_LISTENER),
+        ui.chatbot.edit(chat.edit, [ui.library, *settings], live, **STREAMING_LISTENER),
+        ui.retry_from.click(chat.retry_from, [ui.library, ui.selected, *settings], live, **STREAMING_LISTENER),
     ]
     for answer in answers:
         answer.then(chat.finish, [following], [*view, following], **quick)

@@ -35,7 +35,14 @@ from m3ui.conversation.export import fenced
 from m3ui.conversation_store import SavedChat, new_chat
 from m3ui.services import AppServices
 from m3ui.tools import CustomToolError, builtin_tools
-from m3ui.ui.chat_controls import chat_runner, clean_text, session_key, settings_from_form, thinking_mode_radio
+from m3ui.ui.chat_controls import (
+    STREAMING_LISTENER,
+    chat_runner,
+    clean_text,
+    session_key,
+    settings_from_form,
+    thinking_mode_radio,
+)
 from m3ui.ui.chat_render import pretty_json, render
 
 DEFAULT_OPTIONS = LoopOptions()
@@ -164,11 +171,9 @@ def _layout() -> ToolsTabUI:
 
 
 def _wire(ui: ToolsTabUI, tools: ToolsController) -> None:
-    # unprocessed inputs, checked by the handlers: as in the Chat tab (m3ui.ui.chat_view), Gradio preprocessed each
-    # in a worker thread of its own before the answer could start
-    streaming = {"concurrency_limit": None, "show_progress": "hidden", "preprocess": False}
-    gr.on([ui.message.submit, ui.send.click], tools.send, [ui.message, ui.chat, *ui.settings], ui.view, **streaming)
-    ui.regenerate.click(tools.regenerate, [ui.chat, *ui.settings], ui.view, **streaming)
+    gr.on([ui.message.submit, ui.send.click], tools.send, [ui.message, ui.chat, *ui.settings], ui.view,
+          **STREAMING_LISTENER)
+    ui.regenerate.click(tools.regenerate, [ui.chat, *ui.settings], ui.view, **STREAMING_LISTENER)
     ui.stop.click(tools.stop, None, None, queue=False)
     ui.approve.click(tools.approve, None, ui.approval, queue=False)
     ui.deny.click(tools.deny, None, ui.approval, queue=False)
