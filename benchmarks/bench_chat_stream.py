@@ -50,6 +50,7 @@ from launch.sim.tokens import count_tokens  # noqa: E402
 from tests.app_process import running_app  # noqa: E402
 from tests.browser import chromium_page  # noqa: E402
 from tests.live_reader import LiveReader, channel_client, page_ticket  # noqa: E402
+from tests.test_browser_chat import start_new_chat  # noqa: E402
 
 # All-CPU-experts decode speed of the simulated KT hybrid; with the reference preset's GPU hit share the
 # engine then streams one request at about 1000 tok/s (if the machine can pace it that fast).
@@ -239,14 +240,6 @@ def ask_in_page(page: object, prompt: str, marker: str) -> dict[str, float]:
     return page.evaluate("window.__bench")  # type: ignore[attr-defined, no-any-return]
 
 
-def new_chat(page: object) -> None:
-    """Start a new chat and wait until the page shows it: the chat before it, still shown, may hold the same
-    question, whose answer would read as a first token at once."""
-    page.click("#m3-new-chat")  # type: ignore[attr-defined]
-    page.wait_for_function(  # type: ignore[attr-defined]
-        "document.querySelectorAll('#m3-chatbot .message-row.user-row').length === 0", timeout=TIMEOUT_S * 1000)
-
-
 def engine_url_in_header(page: object) -> str:
     page.wait_for_selector("#m3-header", timeout=TIMEOUT_S * 1000)  # type: ignore[attr-defined]
     page.wait_for_function(  # type: ignore[attr-defined]
@@ -291,11 +284,11 @@ def measure_page(app_url: str, answer_tokens: int, history: int, ttft_runs: int)
         page.locator(".m3-thinking-mode").get_by_label("Disabled", exact=True).check()  # type: ignore[attr-defined]
         ui_ttft, direct_ttft = [], []
         for _ in range(ttft_runs):
-            new_chat(page)
+            start_new_chat(page)  # shown: the chat before (same question) would read as a first token
             times = ask_in_page(page, "Count to 3", "3.")
             ui_ttft.append(times["first"] - times["t0"])
             direct_ttft.append(direct_stream(client, "Count to 3").first_token_s * 1000)
-        new_chat(page)
+        start_new_chat(page)
         for i in range(history // 2):
             ask_in_page(page, f"What is {i} + {i}?", f"{2 * i}")
         browser = chromium_processes()
