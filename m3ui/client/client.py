@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import openai
 
+from m3ui.client.chunk_merging import merge_streamed_chunks
 from m3ui.client.http_library import http
 from m3ui.client.request import ToolChoice, WireMessage, WireTool, chat_request_kwargs
 from m3ui.client.settings import EndpointConfig, GenerationSettings
@@ -30,7 +31,9 @@ class ChatClient:
             # A chat UI retries by the user's hand; silent retries would hide a dead engine for seconds.
             max_retries=0,
             # No pooled connections: stop() shuts a socket down, which must never be one reused by another request.
-            http_client=openai.DefaultHttpxClient(timeout=timeout, limits=http.Limits(max_keepalive_connections=0)),
+            # Each response's tokens reach the SDK's HTTP parser one read at a time, not one chunk each.
+            http_client=openai.DefaultHttpxClient(timeout=timeout, limits=http.Limits(max_keepalive_connections=0),
+                                                  event_hooks={"request": [merge_streamed_chunks]}),
         )
         # The SDK imports its chat resources at their first use (~0.2 s): at construction, not on the way to a
         # first token.
