@@ -12,12 +12,12 @@ stop() and decide() may come from any thread, e.g. another browser request.
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from m3ui.chat_session.mailbox import Mailbox
 from m3ui.client.client import ChatClient
 from m3ui.client.events import ContentDelta, ReasoningDelta, ToolCall, ToolCallDelta, ToolCallStarted
 from m3ui.client.settings import GenerationSettings
@@ -106,7 +106,7 @@ class AnswerRun:
                               self._read_gap)
         self._conversation = conversation
         self._interval_s = interval_s  # None: update_interval() of the answers streaming now
-        self._events: queue.Queue[RunEvent] = queue.Queue()
+        self._events: Mailbox[RunEvent] = Mailbox()
         self._urgent = threading.Event()  # an approval request or the end: hand it over without waiting
         self._lock = threading.Lock()
         self._stopped = False
@@ -182,20 +182,19 @@ class AnswerRun:
         Between two batches this thread sleeps until the next one is due (or something urgent comes) and then
         takes everything queued meanwhile: it wakes once per update, not once per token."""
         next_due = 0.0
+        held: list[RunEvent] = []  # what came after the end of the last batch
         while True:
             wait = next_due - time.monotonic()
-            if wait > 0 and self._urgent.wait(wait):
+            if wait > 0 and not held and self._urgent.wait(wait):
                 self._urgent.clear()
-            try:
-                batch = [self._events.get(timeout=IDLE_TICK_S)]  # returns at once when something is queued
-            except queue.Empty:
+            batch = held + self._events.take(0.0 if held else IDLE_TICK_S)  # at once when something is queued
+            if not batch:
                 yield []  # heartbeat
                 continue
-            while not isinstance(batch[-1], LoopFinished | ApprovalRequested):  # those end a batch
-                try:
-                    batch.append(self._events.get_nowait())
-                except queue.Empty:
-                    break
+            # an approval request or the end ends a batch
+            end = next((i for i, event in enumerate(batch) if isinstance(event, LoopFinished | ApprovalRequested)),
+                       len(batch))
+            batch, held = batch[: end + 1], batch[end + 1 :]
             yield batch
             if isinstance(batch[-1], LoopFinished):
                 return
