@@ -26,6 +26,7 @@ class SseReply:
     delay_s: float = 0.0
     hold_open_s: float = 0.0  # after the events, keep the response open (until the client hangs up)
     cut_off: bool = False  # after the events, drop the connection mid-body, like a crashed engine
+    at_once: bool = False  # all the events in one write, as a busy engine's tokens pile up between two reads
 
 
 @dataclass(frozen=True)
@@ -173,9 +174,9 @@ def _handler_for(server: ReplayServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
-            for event in reply.events:
-                data = event.encode()
-                self.wfile.write(b"%X\r\n%s\r\n" % (len(data), data))
+            framed = [b"%X\r\n%s\r\n" % (len(data), data) for data in (event.encode() for event in reply.events)]
+            for data in [b"".join(framed)] if reply.at_once else framed:
+                self.wfile.write(data)
                 self.wfile.flush()
                 time.sleep(reply.delay_s)
             if reply.hold_open_s and self._wait_for_hangup(reply.hold_open_s):

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from m3ui.client.event_stream import event_data, parse_json
+from m3ui.client.event_stream import event_batches, parse_json
 
 BODY = (b'data: {"a": 1}\n\n'
         b': keep-alive\n\n'
@@ -21,22 +21,33 @@ def pieces(body: bytes, size: int) -> list[bytes]:
     return [body[i : i + size] for i in range(0, len(body), size)]
 
 
+def event_data(body: list[bytes]) -> list[str]:
+    return [data for batch in event_batches(body) for data in batch]
+
+
 @pytest.mark.parametrize("size", [1, 2, 3, 7, len(BODY)])
 def test_events_are_the_same_however_the_body_is_split_into_reads(size):
-    assert list(event_data(pieces(BODY, size))) == EVENTS
+    assert event_data(pieces(BODY, size)) == EVENTS
 
 
 def test_a_cr_lf_split_between_two_reads_is_one_line_end_not_a_blank_line():
-    assert list(event_data([b'data: {"a": 1}\r', b'\nid: 7\r', b'\n\r', b'\n'])) == ['{"a": 1}']
+    assert event_data([b'data: {"a": 1}\r', b'\nid: 7\r', b'\n\r', b'\n']) == ['{"a": 1}']
 
 
 def test_an_event_with_fields_but_no_data_is_an_empty_event_as_the_sdk_reads_it():
-    assert list(event_data([b"event: ping\n\n"])) == [""]
+    assert event_data([b"event: ping\n\n"]) == [""]
 
 
-def test_bytes_that_are_not_utf8_raise_a_decode_error():
+def test_bytes_that_are_not_utf8_raise_a_decode_error_after_the_events_before_them():
+    batches = event_batches([b'data: 1\n\ndata: 2\n\ndata: {"content": "\xff\xfe"}\n\ndata: 4\n\n'])
+    assert next(batches) == ["1", "2"]
     with pytest.raises(UnicodeDecodeError):
-        list(event_data([b'data: {"content": "\xff\xfe"}\n\n']))
+        next(batches)
+
+
+def test_the_events_a_read_completes_come_together():
+    body = [b"data: 1\n\ndata: 2\n", b"\ndata: 3\n\nda", b"ta: 4", b"\n\n"]
+    assert list(event_batches(body)) == [["1"], ["2", "3"], ["4"]]
 
 
 def test_a_lone_surrogate_escape_parses_as_the_json_module_would():

@@ -24,7 +24,16 @@ from m3ui.client import (
     ToolCallStarted,
     Usage,
 )
-from tests.sse_replay import DONE, JsonReply, ReplayServer, SseReply, chunk, load_samples, tool_calls_reply
+from tests.sse_replay import (
+    DONE,
+    JsonReply,
+    ReplayServer,
+    SseReply,
+    chunk,
+    load_samples,
+    tool_calls_reply,
+    usage_chunk,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = load_samples()
@@ -156,6 +165,25 @@ def test_parallel_calls_are_assembled_by_index_and_bad_json_is_flagged_not_raise
     assert (good.index, good.arguments) == (0, {"city": "Oslo"})
     assert (bad.index, bad.name, bad.arguments) == (1, "calculator", None)
     assert bad.arguments_json == '{"expression": ' and "not valid JSON" in bad.parse_error
+
+
+def test_tokens_read_together_come_as_one_delta_of_each_kind_in_order():
+    reasoning, answer = [f"r{i} " for i in range(30)], [f"a{i} " for i in range(30)]
+    events_sent = (chunk(content="", role="assistant"), *(chunk(reasoning=r) for r in reasoning),
+                   *(chunk(content=a) for a in answer), chunk(finish_reason="stop"), usage_chunk(9, 60), DONE)
+    events, _ = run([SseReply(events_sent, at_once=True)])
+    texts = [e for e in events if isinstance(e, ReasoningDelta | ContentDelta)]
+    assert texts == [ReasoningDelta("".join(reasoning)), ContentDelta("".join(answer))]
+    assert isinstance(events[-1], Finished) and events[-1].stats.completion_tokens == 60
+
+
+def test_a_calls_argument_fragments_read_together_come_as_one_delta_per_call():
+    events, _ = run([SseReply(tool_calls_reply(("get_weather", '{"city": "Oslo", "unit": "celsius"}'),
+                                               ("calculator", '{"expression": "6 * 7"}')).events, at_once=True)])
+    deltas = of_type(events, ToolCallDelta)
+    assert [d.index for d in deltas] == [0, 1]
+    assert [d.arguments_fragment for d in deltas] == ['{"city": "Oslo", "unit": "celsius"}',
+                                                      '{"expression": "6 * 7"}']
 
 
 def test_a_connection_dropped_mid_stream_becomes_a_stream_error():

@@ -16,8 +16,10 @@ import orjson
 DATA_PREFIX = "data: "
 
 
-def event_data(body: Iterable[bytes]) -> Iterator[str]:
-    """The data of each complete event in `body`, as text; UnicodeDecodeError for bytes that are not UTF-8.
+def event_batches(body: Iterable[bytes]) -> Iterator[list[str]]:
+    """The data of each complete event in `body`, as text, in one list per piece of the body that completed any
+    (a piece is one network read: what the engine sent meanwhile). UnicodeDecodeError for bytes that are not
+    UTF-8, once the events before them have been handed over.
 
     An unfinished event at the end of the body is dropped, as the SDK does (no blank line dispatched it)."""
     pending = b""
@@ -28,10 +30,18 @@ def event_data(body: Iterable[bytes]) -> Iterator[str]:
             held = b"\r" if pending.endswith(b"\r") else b""
             pending = pending[: len(pending) - len(held)].replace(b"\r\n", b"\n").replace(b"\r", b"\n") + held
         *events, pending = pending.split(b"\n\n")
+        batch: list[str] = []
         for event in events:
-            data = _data_of(event.decode("utf-8"))
+            try:
+                data = _data_of(event.decode("utf-8"))
+            except UnicodeDecodeError:
+                if batch:
+                    yield batch
+                raise
             if data is not None:
-                yield data
+                batch.append(data)
+        if batch:
+            yield batch
 
 
 def _data_of(event: str) -> str | None:

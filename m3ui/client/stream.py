@@ -13,13 +13,14 @@ token's time is exact (its read is not paced)."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import openai
 
@@ -35,7 +36,7 @@ from m3ui.client.chunk_fields import (
     tool_call_fragments,
 )
 from m3ui.client.errors import preview, stream_error_from, streamed_error
-from m3ui.client.event_stream import event_data, parse_json
+from m3ui.client.event_stream import event_batches, parse_json
 from m3ui.client.events import (
     ContentDelta,
     Finished,
@@ -132,10 +133,7 @@ class ChatStream:
             response.close()
 
     def _read(self, response: HttpResponse, timer: StreamTimer) -> Iterator[StreamEvent]:
-        tool_calls = ToolCallAssembler()
-        cap = OutputCap(self._settings.max_tokens)
-        finish_reason: str | None = None
-        usage: Usage | None = None
+        state = _ReadState(ToolCallAssembler(), OutputCap(self._settings.max_tokens))
         try:
             wrong_body = not_an_event_stream(response, self._base_url)  # reads: may stall
             if wrong_body is not None:
@@ -143,46 +141,63 @@ class ChatStream:
                 return
             if self._read_gap is not None:
                 _pace_reads(response, self._read_gap, timer, self._stopped)
-            for data in event_data(response.iter_bytes()):
-                if data.startswith("[DONE]"):
-                    break
-                chunk = parse_json(data)
-                error = chunk.get("error") if isinstance(chunk, dict) else None
-                if error:
-                    yield streamed_error(error)
-                    return
+            for batch in event_batches(response.iter_bytes()):
+                shown: list[StreamEvent] = []
+                end: _End | None = None
                 try:
-                    events = self._chunk_events(chunk, timer, tool_calls)
-                except MalformedChunk as problem:
-                    yield malformed_chunk_error(chunk, problem)
+                    for data in batch:
+                        end = self._take_chunk(data, timer, state, shown)
+                        if end is not None:
+                            break
+                finally:  # also before an error: what came before it is not lost
+                    yield from merged_text(shown)
+                if isinstance(end, StreamError):
+                    yield end
                     return
-                chars = 0  # of text in this chunk, for the output cap
-                for event in events:
-                    if isinstance(event, Usage):
-                        usage = event
-                    elif isinstance(event, _FinishMark):
-                        finish_reason = event.reason
-                        continue
-                    elif isinstance(event, ToolCallDelta):
-                        chars += len(event.arguments_fragment)
-                    elif isinstance(event, ReasoningDelta | ContentDelta):
-                        chars += len(event.text)
-                    yield event
-                cap.add(chars)
-                if self.stopped:
-                    break
-                if cap.exceeded and finish_reason is None:
-                    finish_reason = "capped"
-                    yield from self._filter.flush()
+                if end == "capped":
                     _disconnect(response)  # the engine sees the disconnect and stops generating
+                if end is not None:
                     break
         except _READ_FAILURES as exc:
             if not self.stopped:
                 yield stream_error_from(exc, self._base_url, True, self._settings.stall_seconds)
                 return
-        prompt_tokens = usage.prompt_tokens if usage else None
-        completion_tokens = usage.completion_tokens if usage else None
-        yield self._final_event(finish_reason, timer.stats(prompt_tokens, completion_tokens))
+        prompt_tokens = state.usage.prompt_tokens if state.usage else None
+        completion_tokens = state.usage.completion_tokens if state.usage else None
+        yield self._final_event(state.finish_reason, timer.stats(prompt_tokens, completion_tokens))
+
+    def _take_chunk(self, data: str, timer: StreamTimer, state: _ReadState, shown: list[StreamEvent]) -> _End | None:
+        """Add one chunk's events to `shown`; how the stream ends here, if it does."""
+        if data.startswith("[DONE]"):
+            return "done"
+        chunk = parse_json(data)
+        error = chunk.get("error") if isinstance(chunk, dict) else None
+        if error:
+            return streamed_error(error)
+        try:
+            events = self._chunk_events(chunk, timer, state.tool_calls)
+        except MalformedChunk as problem:
+            return malformed_chunk_error(chunk, problem)
+        chars = 0  # of text in this chunk, for the output cap
+        for event in events:
+            if isinstance(event, _FinishMark):
+                state.finish_reason = event.reason
+                continue
+            if isinstance(event, Usage):
+                state.usage = event
+            elif isinstance(event, ToolCallDelta):
+                chars += len(event.arguments_fragment)
+            elif isinstance(event, ReasoningDelta | ContentDelta):
+                chars += len(event.text)
+            shown.append(event)
+        state.cap.add(chars)
+        if self.stopped:
+            return "done"
+        if state.cap.exceeded and state.finish_reason is None:
+            state.finish_reason = "capped"
+            shown += self._filter.flush()
+            return "capped"
+        return None
 
     def _chunk_events(self, value: object, timer: StreamTimer, tool_calls: ToolCallAssembler) -> list[_ChunkEvent]:
         """The events of one chunk, in order; MalformedChunk when it is not in the chat-stream shape."""
@@ -232,6 +247,47 @@ class ChatStream:
             events += tool_calls.feed(call.index, call.id and safe_text(call.id), call.name and safe_text(call.name),
                                       call.arguments and safe_text(call.arguments))
         return events
+
+
+@dataclass
+class _ReadState:
+    """What reading one stream gathers along the way."""
+
+    tool_calls: ToolCallAssembler
+    cap: OutputCap
+    finish_reason: str | None = None
+    usage: Usage | None = None
+
+
+_End = Literal["done", "capped"] | StreamError  # the [DONE] mark or a stop; the output cap; an error
+
+
+def merged_text(events: list[StreamEvent]) -> list[StreamEvent]:
+    """`events` with each run of text deltas of one kind (reasoning, answer, one tool call's arguments) as one.
+
+    An engine sends a token per chunk, and a read brings all it sent meanwhile (up to 0.1 s of tokens): handed on
+    as one event, they cost everything downstream (the tool loop, the hand-over between threads, the view) one
+    step instead of one per token."""
+    merged: list[StreamEvent] = []
+    for key, run in itertools.groupby(events, _run_key):
+        group = list(run)
+        if len(group) == 1:
+            merged.append(group[0])
+        elif key is ContentDelta or key is ReasoningDelta:
+            merged.append(key("".join(cast(ContentDelta, e).text for e in group)))
+        else:
+            fragments = "".join(cast(ToolCallDelta, e).arguments_fragment for e in group)
+            merged.append(ToolCallDelta(cast(ToolCallDelta, group[0]).index, fragments))
+    return merged
+
+
+def _run_key(event: StreamEvent) -> object:
+    """Events with equal keys in a row merge: text deltas by kind, argument deltas by call; nothing else."""
+    if isinstance(event, ContentDelta | ReasoningDelta):
+        return type(event)
+    if isinstance(event, ToolCallDelta):
+        return ToolCallDelta, event.index
+    return id(event)
 
 
 @dataclass(frozen=True)
