@@ -47,6 +47,7 @@ import openai  # noqa: E402
 import psutil  # noqa: E402
 
 from launch.sim.tokens import count_tokens  # noqa: E402
+from m3ui.monitor.sampler import SamplerConfig  # noqa: E402
 from tests.app_process import running_app  # noqa: E402
 from tests.browser import chromium_page  # noqa: E402
 from tests.live_reader import LiveReader, channel_client, page_ticket  # noqa: E402
@@ -67,7 +68,7 @@ FAIRNESS_TARGET = 0.50  # slowest of 64 sessions' tok/s / the median session's
 ADDED_TTFT_FLOOR_MS = 250.0
 CONCURRENT_FLOOR = 0.60
 APP_CPU_FLOOR_MS = 0.30
-IDLE_WINDOW_S = 2.0
+IDLE_WINDOW_S = SamplerConfig.expert_dump_every_s  # a whole cycle of the monitor's periodic work
 TIMEOUT_S = 120.0
 
 # Notes in the page when the answer's text first appears and when its last token is on screen. The answer is
