@@ -48,9 +48,9 @@ class SamplerConfig:
     process_relist_s: float = 5.0
     unwatched_interval_s: float = 5.0  # the tick while nobody reads the snapshot (never below interval_s)
     watch_linger_s: float = 10.0  # a read (or the start) counts as someone watching for this long
-    # Answers that end within this share one recorder dump: each dump pauses the engine's scheduler while it saves
-    # ~40 MB, and the app reads them back (~0.01 ms of app CPU per streamed token at 0.1 s with 16 answers, issue
-    # 11), so while many answers end, at most one a second. A lone answer's dump starts at once.
+    # Answers that end within this share one recorder dump. Each dump pauses the engine's scheduler while it saves
+    # ~40 MB (and the app reads it back), so while many answers end, one a second at most; a lone answer's dump
+    # starts at once unless the periodic one began less than this ago.
     checkpoint_gap_s: float = 1.0
 
 
