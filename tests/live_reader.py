@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import secrets
 import socket
 import threading
+import time
 from typing import Any
 
 import httpx
@@ -42,9 +44,11 @@ class LiveReader:
     asked for with the same ticket) and follows it in a thread until the answer ends it, or close()."""
 
     def __init__(self, app_url: str, ticket: str, timeout: float = 10, wait: bool = True,
-                 http: httpx.Client | None = None) -> None:
+                 http: httpx.Client | None = None, watch: re.Pattern[str] | None = None) -> None:
         self.ticket = ticket
         self.start, self.live, self.events, self.ended = 0, [], 0, False
+        self._watch = watch
+        self.watched_at: float | None = None  # time.monotonic() of the first event whose data matched `watch`
         self._opened = threading.Event()
         self._closed = False
         self._socket: socket.socket | None = None
@@ -65,6 +69,8 @@ class LiveReader:
                     if line == "event: end":
                         self.ended = True
                     elif line.startswith("data: ") and not self.ended:
+                        if self._watch and self.watched_at is None and self._watch.search(line):
+                            self.watched_at = time.monotonic()
                         self.start, self.live = apply_frame(self.start, self.live, json.loads(line[6:]))
                         self.events += 1
         except (httpx.HTTPError, OSError):
