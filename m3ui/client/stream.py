@@ -6,9 +6,10 @@ event_stream.py) and each chunk's fields are read from the parsed JSON (see chun
 Reads can be paced (`read_gap`): once the first token is in, the body is read at most once per gap, and each read
 takes everything the engine sent meanwhile. An engine sends every token in a chunk of its own, and waking up for
 each one cost ~140 µs of CPU per token here (the wake-up, the socket calls, HTTP chunk parsing done one chunk at
-a time); read every 50–100 ms the same tokens cost ~45 µs each. A UI shows them no faster than that anyway. The
-price: token times (decode speed, thinking time) are the times of the reads, so late by up to one gap; the first
-token's time is exact (its read is not paced)."""
+a time); read every 50–100 ms the same tokens cost ~45 µs each, and with each read's chunks merged into one
+(chunk_merging.py) and its text handed on as one event per run (merged_text) far less. A UI shows them no faster
+than that anyway. The price: token times (decode speed, thinking time) are the times of the reads, so late by up
+to one gap; the first token's time is exact (its read is not paced)."""
 
 from __future__ import annotations
 
@@ -319,9 +320,9 @@ def not_an_event_stream(response: HttpResponse, base_url: str) -> StreamError | 
 def _pace_reads(response: HttpResponse, gap: ReadGap, timer: StreamTimer, stopped: threading.Event) -> None:
     """Make the response's socket reads wait out the read gap once a token has come (stop() cuts a wait short).
 
-    The HTTP library hands the body over one HTTP chunk (one token) at a time, so the pacing sits under it, at the
-    connection's own reads (its network stream, which the library exposes to its user). A read that filled the
-    buffer is followed at once: more is waiting."""
+    The HTTP library hands the body over as it reads it, so the pacing sits under it, at the connection's own
+    reads (its network stream, which the library exposes to its user; chunk_merging.py wraps the same reads). A
+    read that filled the buffer is followed at once: more is waiting."""
     network_stream = response.extensions.get("network_stream")
     if network_stream is None:
         return
