@@ -90,7 +90,10 @@ def test_chunk_extensions_and_trailers_are_read_as_framing():
     b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"a\": \"b\"}\n",
     b"HTTP/1.1 503 Service Unavailable\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked(b'{"error": "busy"}'),
     b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\ndata: x\n\n",
-], ids=["content-length", "not-200", "read-to-close"])
+    b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n\x81\x05hello",
+    b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked(b"late"),
+    b"no HTTP at all, and no blank line either" * 2000,
+], ids=["content-length", "not-200", "read-to-close", "protocol-switch", "interim-response", "not-http"])
 def test_what_is_not_a_chunked_200_passes_through_byte_for_byte(wire):
     reads = splits(wire, [7, 40, 90])
     passed: list[bytes] = []
@@ -109,11 +112,15 @@ def test_broken_chunk_framing_is_still_refused_by_h11():
         h11_reading([wire], merged=True)
 
 
-def test_a_body_cut_off_mid_chunk_is_still_an_incomplete_body_for_h11():
-    wire = CHUNKED_HEAD + b"A\r\nhello"  # then the engine dies
+@pytest.mark.parametrize("wire", [b"HTTP/1.1 200 OK\r\nContent-Ty", CHUNKED_HEAD + b"A\r\nhello"],
+                         ids=["in-the-head", "mid-chunk"])
+def test_a_response_cut_off_is_refused_by_h11_just_as_without_merging(wire):
+    refusals = []
     for merged in (False, True):
-        with pytest.raises(h11.RemoteProtocolError, match="incomplete chunked read"):
-            h11_reading([wire], merged=merged)
+        with pytest.raises(h11.RemoteProtocolError) as refused:
+            h11_reading(splits(wire, [9, 30]), merged=merged)
+        refusals.append(str(refused.value))
+    assert refusals[0] == refusals[1]
 
 
 def raw_server(response: bytes) -> tuple[socket.socket, threading.Thread]:

@@ -51,8 +51,11 @@ class ChunkMerger:
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         while True:
             data = self._read(max_bytes, timeout)
-            if not data or self._state == "through":
-                return data  # the end of the connection passes as it is: h11 says what it cut short
+            if not data:  # the connection ended: h11 gets what it cut short, and says so
+                held, self._head = self._head, b""
+                return held
+            if self._state == "through":
+                return data
             merged = self._head_bytes(data) if self._state == "head" else self._body_bytes(data)
             if merged:
                 return merged
@@ -72,15 +75,15 @@ class ChunkMerger:
     def _head_bytes(self, data: bytes) -> bytes:
         self._head += data
         end = self._head.find(_HEAD_END)
+        if end < 0 and len(self._head) <= _MAX_HEAD_BYTES:
+            return b""
+        received, self._head = self._head, b""
         if end < 0:
-            if len(self._head) <= _MAX_HEAD_BYTES:
-                return b""
-            return self._pass_through(self._head)
-        head, rest = self._head[: end + len(_HEAD_END)], self._head[end + len(_HEAD_END) :]
-        self._head = b""
+            return self._pass_through(received)
+        head, rest = received[: end + len(_HEAD_END)], received[end + len(_HEAD_END) :]
         try:
             self._parser.feed_data(head)
-        except httptools.HttpParserError:
+        except (httptools.HttpParserError, httptools.HttpParserUpgrade):  # not HTTP, or a protocol switch
             return self._pass_through(head + rest)
         if self._parser.get_status_code() != 200 or not self._chunked or self._complete:
             return self._pass_through(head + rest)
