@@ -1,8 +1,8 @@
 """What the chat core puts on the page, in real Chromium against `python app.py` on the simulated engine: the
 decode rate of a short answer is "—" rather than an absurd figure, a tool-call step shows its token counts and
 timing like any answer, a lone surrogate typed into the box neither breaks the turn nor the next one, Stop
-during a tool approval is recorded as stopped (not denied), and an engine killed mid-answer is explained once,
-in plain words, with its diagnosis."""
+during a tool approval is recorded as stopped (not denied), an engine killed mid-answer is explained once,
+in plain words, with its diagnosis, and a chosen option keeps its mark under the mouse."""
 
 from __future__ import annotations
 
@@ -59,6 +59,23 @@ def test_a_two_token_answer_shows_a_dash_for_its_rate_and_a_long_one_a_figure(pa
     ask(page, "Count to 120")
     short, long = rates(page)
     assert short == "—" and 1 < float(long) < 5000, long
+
+
+RADIO_LOOK = """(value) => {
+  const style = getComputedStyle(document.querySelector(`.m3-thinking-mode input[value=${value}]`));
+  return [style.backgroundColor, style.borderColor, style.backgroundImage.startsWith('url(')];
+}"""
+
+
+def test_the_chosen_thinking_mode_keeps_its_mark_while_the_mouse_is_on_it(page):
+    modes = page.locator(".m3-thinking-mode")
+    modes.get_by_label("Enabled", exact=True).check()
+    page.locator("#m3-message textarea").click()  # the focus moves on, as it does when one types the question
+    page.mouse.move(1, 1)
+    chosen = page.evaluate(RADIO_LOOK, "enabled")
+    assert chosen[2], "a chosen option shows its dot"
+    modes.get_by_label("Enabled", exact=True).hover()
+    assert page.evaluate(RADIO_LOOK, "enabled") == chosen  # Gradio's hover colours outranked the chosen ones
 
 
 def test_a_tool_call_step_shows_its_token_counts_and_timing(page):
