@@ -308,6 +308,22 @@ def test_dumps_for_checkpoints_begin_a_gap_apart_so_answers_ending_in_a_row_join
     assert None not in boundaries
 
 
+def test_a_lone_answers_dump_begins_at_once_even_just_after_a_periodic_one(recording, folder, proxy):
+    rig = Rig(proxy.url, folder)
+    rig.experts = ExpertSource(window_s=600, dump_every_s=5, timeout_s=10.0, top_n=3, checkpoint_gap_s=1.0)
+    rig.experts.set_target(MonitorTarget(engine_url=proxy.url, recorder_dir=folder))
+    try:
+        rig.poll()  # starts recording
+        rig.poll()  # the periodic dump
+        started = time.monotonic()
+        boundary = rig.experts.checkpoint()
+        waited = time.monotonic() - started
+    finally:
+        rig.close()
+    assert boundary is not None and _dumps(proxy) == 2
+    assert waited < 0.5, f"the answer's dump waited {waited:.2f} s for the periodic dump's gap"
+
+
 def test_an_unwatched_sampler_still_dumps_the_recorder_on_time(recording, folder):
     config = SamplerConfig(interval_s=0.05, expert_dump_every_s=0.2, unwatched_interval_s=5.0, watch_linger_s=0.1)
     with FaultProxy(recording.url) as proxy, Sampler(MonitorTarget(engine_url=proxy.url, recorder_dir=folder), config):

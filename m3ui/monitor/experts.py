@@ -10,8 +10,9 @@ unreachable), then every poll dumps, reads the files that appeared in the record
 that were there before recording started), deletes what it read, and adds one slice to the window.
 `checkpoint()` dumps on demand, so a chat answer can be bracketed by two dumps and its hit rate read
 with `hit_rate_between()`. A dump pauses the engine's scheduler, so checkpoints are shared: one asked for while
-a dump is due or in flight waits for the next dump that begins after it was asked, and dumps begin at least
-`checkpoint_gap_s` apart, so N answers that end together cost one dump, not N in a row.
+a dump is due or in flight waits for the next dump that begins after it was asked, and checkpoints' dumps begin at
+least `checkpoint_gap_s` apart, so N answers that end together cost one dump, not N in a row (a lone answer's
+dump, the periodic ones aside, begins at once).
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ class ExpertSource:
                  checkpoint_gap_s: float = 0.0) -> None:
         """`timeout_s` bounds each recorder call: a dump waits for the scheduler to finish its current batch
         and then saves ~40 MB, and one that times out here still writes its files for the next poll.
-        `checkpoint_gap_s`: the least time between the start of a dump and that of a checkpoint's dump."""
+        `checkpoint_gap_s`: the least time between the starts of two checkpoints' dumps."""
         self._window = ExpertWindow(window_s)
         self._window_s = window_s
         self._dump_every_s = dump_every_s
@@ -127,6 +128,7 @@ class ExpertSource:
         self._damaged: dict[str, str] = {}
         self._boundary = 0.0  # end of the last slice
         self._last_dump: tuple[float, float | None] = (0.0, None)  # when the last dump began; its new boundary
+        self._checkpoint_began = 0.0  # when the last checkpoint's dump began (the gap runs from there)
         self._missing_dumps = 0
         self._warnings: tuple[str, ...] = ()
         self._residency_source: ResidencySource = "unknown"
@@ -179,12 +181,14 @@ class ExpertSource:
             self._checkpointing = True
         try:
             with self._checkpoints:
-                gap_ends = self._last_dump[0] + self._checkpoint_gap_s
+                gap_ends = self._checkpoint_began + self._checkpoint_gap_s
                 while (left := gap_ends - time.time()) > 0:  # callers arriving meanwhile join this dump
                     self._checkpoints.wait(left)
             with self._lock:
                 if self._last_dump[0] < after:  # else a poll dumped while this waited for the lock
                     self._checkpoint_dump()
+                    with self._checkpoints:
+                        self._checkpoint_began = self._last_dump[0]
                 return self._last_dump[1] if self._last_dump[0] >= after else None
         finally:
             with self._checkpoints:

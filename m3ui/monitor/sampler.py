@@ -50,7 +50,7 @@ class SamplerConfig:
     watch_linger_s: float = 10.0  # a read (or the start) counts as someone watching for this long
     # Answers that end within this share one recorder dump. Each dump pauses the engine's scheduler while it saves
     # ~40 MB (and the app reads it back), so while many answers end, one a second at most; a lone answer's dump
-    # starts at once unless the periodic one began less than this ago.
+    # starts at once.
     checkpoint_gap_s: float = 1.0
 
 
