@@ -172,6 +172,7 @@ class ChatLibrary:
     stored: Mapping[str, str] = field(default_factory=dict)
     undo: Undo | None = None
     query: str = ""  # the page's search: choices() lists the chats that match it
+    page: str = ""  # the live ticket of the page showing it (m3ui.live): how a click on Send finds the chat early
 
     @classmethod
     def fresh(cls) -> ChatLibrary:
@@ -266,7 +267,8 @@ class ChatLibrary:
         page was saved as a copy: `moved` maps its id to the copy's). Unsaved chats, Undo and the search are kept."""
         unsaved = [c for c in self.chats if c.id not in self.stored]
         active = (moved or {}).get(self.active_id, self.active_id)
-        return replace(ChatLibrary.from_records(records, active, unsaved), undo=self.undo, query=self.query)
+        return replace(ChatLibrary.from_records(records, active, unsaved), undo=self.undo, query=self.query,
+                       page=self.page)
 
 
 def chat_record(chat: SavedChat) -> dict[str, object]:

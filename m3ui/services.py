@@ -22,6 +22,7 @@ from m3ui.accounts.meter import AnswerMeter
 from m3ui.accounts.usage import UsageLedger
 from m3ui.admin.last_good import LastGood
 from m3ui.engine_link import EngineLink
+from m3ui.live.early_ask import StartEarly
 from m3ui.live.feed import LiveFeeds
 from m3ui.live.frame_diff import LiveFrame
 from m3ui.monitor.fleet import FleetMonitor
@@ -45,6 +46,7 @@ class AppServices:
     fleet: FleetSupervisor | None = None  # set when the app runs a fleet (`app.py --fleet`)
     fleet_monitor: FleetMonitor = field(init=False)  # each worker behind a router, for the Monitor tab
     live_feeds: LiveFeeds[LiveFrame] = field(default_factory=LiveFeeds)  # the pages' live channels (m3ui.live)
+    send_early: StartEarly = field(default=lambda page, form, user: False)  # the Chat tab's (m3ui.live.early_ask)
 
     @classmethod
     def create(cls, data_dir: Path, policy: AccessPolicy) -> AppServices:

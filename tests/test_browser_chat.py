@@ -110,11 +110,15 @@ def engine_url(page) -> str:
     return match.group(1)
 
 
-def aborted_requests(url: str) -> float:
+def engine_counter(url: str, name: str) -> float:
     metrics = httpx.get(f"{url}/metrics", timeout=10, trust_env=False).text
-    match = re.search(r"^sglang:num_aborted_requests_total\{[^}]*\} ([0-9.]+)$", metrics, re.MULTILINE)
-    assert match, "the engine must export sglang:num_aborted_requests_total"
+    match = re.search(rf"^sglang:{name}\{{[^}}]*\}} ([0-9.]+)$", metrics, re.MULTILINE)
+    assert match, f"the engine must export sglang:{name}"
     return float(match.group(1))
+
+
+def aborted_requests(url: str) -> float:
+    return engine_counter(url, "num_aborted_requests_total")
 
 
 def test_thinking_enabled_streams_a_reasoning_block_that_folds_away_above_the_answer(page):

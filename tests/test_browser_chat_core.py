@@ -1,6 +1,7 @@
 """What the chat core puts on the page, in real Chromium against `python app.py` on the simulated engine: the
 decode rate of a short answer is "—" rather than an absurd figure, a tool-call step shows its token counts and
-timing like any answer, a lone surrogate typed into the box neither breaks the turn nor the next one, Stop
+timing like any answer, a question goes to the engine at the click (one request, taken by its answer), a lone
+surrogate typed into the box neither breaks the turn nor the next one, Stop
 during a tool approval is recorded as stopped (not denied), an engine killed mid-answer is explained once,
 in plain words, with its diagnosis, and a chosen option keeps its mark under the mouse."""
 
@@ -15,6 +16,7 @@ import pytest
 from launch.run_state import read_run_state
 from tests.app_process import running_app
 from tests.browser import chromium_page
+from tests.test_browser_chat import engine_counter, engine_url, start_new_chat
 
 pytestmark = pytest.mark.browser
 UI_TIMEOUT_MS = 60_000
@@ -59,6 +61,22 @@ def test_a_two_token_answer_shows_a_dash_for_its_rate_and_a_long_one_a_figure(pa
     ask(page, "Count to 120")
     short, long = rates(page)
     assert short == "—" and 1 < float(long) < 5000, long
+
+
+def test_send_hands_the_question_to_the_engine_at_the_click_and_its_answer_takes_that_very_request(page):
+    url = engine_url(page)
+    counts = [engine_counter(url, name) for name in ("num_requests_total", "num_aborted_requests_total")]
+    start_new_chat(page)
+    for question in ("Count to 5", "Count to 7"):  # a new chat, then a question that follows up in it
+        page.fill("#m3-message textarea", question)
+        with page.expect_response(lambda response: response.url.endswith("/ask")) as asked:
+            send_and_wait(page)
+        assert asked.value.json() == {"sent": True}
+    answers = page.locator("#m3-chatbot .message-content").all_inner_texts()
+    assert any(text.startswith("1, 2, 3, 4, 5.") for text in answers), answers
+    assert any(text.startswith("1, 2, 3, 4, 5, 6, 7.") for text in answers), answers
+    requests, aborted = (engine_counter(url, name) for name in ("num_requests_total", "num_aborted_requests_total"))
+    assert (requests - counts[0], aborted - counts[1]) == (2, 0), "one request per question, none dropped"
 
 
 RADIO_LOOK = """(value) => {

@@ -82,3 +82,19 @@ def test_the_channel_refuses_what_a_page_never_sends(app):
             assert http.get(f"/m3ui-live/{ticket}").status_code == 409  # one channel per page
         text = http.get(f"/m3ui-live/{page_ticket()}", timeout=30).text  # no answer comes: it ends
         assert text.endswith("\n\nevent: end\ndata: {}\n\n") and "data: {\"" not in text
+
+
+def test_a_question_said_at_the_click_is_taken_only_as_a_page_says_it(app):
+    """POST /m3ui-live/{ticket}/ask (m3ui.live.early_ask): a page unknown to the app gets nothing sent; anything a
+    page's script would never send is refused before it reaches the chat."""
+    form = {"text": "Count to 3", "thinking_mode": "disabled", "temperature": 0.6, "top_p": 0.95, "max_tokens": 64,
+            "stall_seconds": 60, "keep_reasoning": False, "system_prompt": ""}
+    with httpx.Client(base_url=app.url, trust_env=False, timeout=10) as http:
+        asked = http.post(f"/m3ui-live/{page_ticket()}/ask", json=form)
+        assert asked.status_code == 200 and asked.json() == {"sent": False}  # no page of that ticket has loaded
+        assert http.post("/m3ui-live/short/ask", json=form).status_code == 400
+        for body in (b"not json", b"[1, 2]", b"\xff"):
+            assert http.post(f"/m3ui-live/{page_ticket()}/ask", content=body).status_code == 400
+        too_long = http.post(f"/m3ui-live/{page_ticket()}/ask", json={**form, "text": "x" * (2 * 1024 * 1024)})
+        assert too_long.status_code == 413
+        assert http.get(f"/m3ui-live/{page_ticket()}/ask").status_code in (404, 405)

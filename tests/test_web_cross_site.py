@@ -38,6 +38,7 @@ def routes(app, cookie) -> list[tuple[str, str, dict]]:
                   ("POST", f"{mount}/gradio_api/upload", upload),
                   ("POST", f"{mount}/login", {"data": {"username": "admin", "password": "x"}})]
     found.append(("GET", "/m3ui-live/" + "t" * 24, {}))  # a page's live channel (m3ui.live)
+    found.append(("POST", "/m3ui-live/" + "t" * 24 + "/ask", {"json": {"text": "hi"}}))  # a question sent early
     return [(m, p, {**kw, "headers": dict(cookie) if p.startswith("/admin") else {}}) for m, p, kw in found]
 
 

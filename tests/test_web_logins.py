@@ -68,3 +68,14 @@ def test_a_forged_forwarded_for_header_does_not_escape_the_client_throttle(app):
     log = app.log()
     assert "audit: chat login throttled for user 'guess-user-" in log and "from 127.0.0.3" in log
     assert "203.0.113." not in log
+
+
+def test_a_question_said_at_the_click_needs_the_chat_login(app):
+    """The page's early ask (m3ui.live.early_ask) sends engine requests: never for a visitor who is not signed in."""
+    ask = {"text": "Count to 3", "thinking_mode": "disabled", "temperature": 0.6, "top_p": 0.95, "max_tokens": 64,
+           "stall_seconds": 60, "keep_reasoning": False, "system_prompt": ""}
+    with from_address(app, "127.0.0.9") as c:
+        assert c.post("/m3ui-live/" + "t" * 24 + "/ask", json=ask).status_code == 401
+        assert login(c, "", *BOB).status_code == 200
+        signed_in = c.post("/m3ui-live/" + "t" * 24 + "/ask", json=ask)
+        assert signed_in.status_code == 200 and signed_in.json() == {"sent": False}  # (no page of that ticket)

@@ -38,6 +38,16 @@
     source.onerror = () => { if (source && source.readyState === EventSource.CLOSED) source = null; };
   }
 
+  // Tells the server, at the click, what the page is about to ask (m3ui/live/early_ask.py): the engine gets the
+  // request before Gradio delivers the click. The answer itself still comes through Gradio; the reply is ignored.
+  function ask(text, names, values) {
+    const form = { text };
+    names.forEach((name, i) => { form[name] = values[i]; });
+    fetch(PATH + pageTicket() + "/ask", {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(form),
+    }).catch(() => {});
+  }
+
   function take(frame) {
     if (frame.start !== start) live = [];
     start = frame.start;
@@ -76,5 +86,5 @@
     return [shown.slice(0, start).concat(live)];
   }
 
-  window.m3uiLive = { ticket: pageTicket, open, apply, frames: () => frames };
+  window.m3uiLive = { ticket: pageTicket, open, ask, apply, frames: () => frames };
 })();

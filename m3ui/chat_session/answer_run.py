@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from m3ui.chat_session.mailbox import Mailbox
 from m3ui.client.client import ChatClient
+from m3ui.client.early_request import EarlyRequest
 from m3ui.client.events import ContentDelta, ReasoningDelta, ToolCall, ToolCallDelta, ToolCallStarted
 from m3ui.client.settings import GenerationSettings
 from m3ui.conversation import Conversation, LoopEvent, LoopFinished, LoopOptions, ToolLoop
@@ -101,9 +102,10 @@ class AnswerRun:
         conversation: Conversation,
         require_approval: bool = False,
         interval_s: float | None = None,
+        early: EarlyRequest | None = None,
     ) -> None:
         self._loop = ToolLoop(client, registry, settings, options, self._ask if require_approval else None,
-                              self._read_gap)
+                              self._read_gap, early)
         self._conversation = conversation
         self._interval_s = interval_s  # None: update_interval() of the answers streaming now
         self._events: Mailbox[RunEvent] = Mailbox()

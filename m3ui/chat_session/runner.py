@@ -12,11 +12,13 @@ from typing import Literal
 from m3ui.accounts.meter import AnswerMeter
 from m3ui.chat_session.answer_run import AnswerRun, RunRegistry
 from m3ui.chat_session.clients import ClientPool
+from m3ui.chat_session.early_starts import EarlyStarts
 from m3ui.chat_session.live_answer import LiveAnswer, not_ready_note
 from m3ui.chat_session.transcript import CallView, StepView
 from m3ui.chat_session.worker_lost import WorkerLost
 from m3ui.client import EndpointConfig, ErrorKind, GenerationSettings
-from m3ui.conversation import LoopOptions
+from m3ui.client.early_request import EarlyRequest
+from m3ui.conversation import LoopOptions, ToolLoop
 from m3ui.conversation_store import ChatNote, SavedChat
 from m3ui.tools.registry import ToolRegistry
 
@@ -45,6 +47,7 @@ class AnswerRequest:
     registry: ToolRegistry = ToolRegistry()
     require_approval: bool = False
     user: str | None = None  # the signed-in person: their quota is checked first, their usage recorded after
+    early: EarlyRequest | None = None  # its first request, maybe sent already (see send_early): taken if the same
 
 
 @dataclass(frozen=True)
@@ -76,21 +79,50 @@ class ChatRunner:
         self._meter = meter
         self._clients = ClientPool()
         self.runs = RunRegistry()
+        self.early = EarlyStarts()
+
+    def send_early(self, page: str, request: AnswerRequest) -> bool:
+        """Send `request`'s first engine request now, for the answer `page` is about to ask for (its handler
+        takes it with `early.take`: m3ui.client.early_request); False when its answer would not start (the
+        person is over quota, the engine is not ready)."""
+        if self._meter is not None and self._meter.refusal(request.user):
+            return False
+        endpoint = self._endpoint()
+        if endpoint is None:
+            return False
+        loop = ToolLoop(self._clients.client_for(endpoint), request.registry, request.settings, request.options)
+        self.early.put(page, request.user, loop.send_early(request.chat.conversation))
+        return True
 
     def start(self, session: str, request: AnswerRequest) -> AnswerRun | ChatNote:
         """The started run, or (engine not ready) the note to save instead; SessionBusy when one is running."""
+        try:
+            return self._start(session, request)
+        except BaseException:
+            if request.early is not None:
+                request.early.cancel()
+            raise
+
+    def _start(self, session: str, request: AnswerRequest) -> AnswerRun | ChatNote:
         if self.runs.running(session):
             raise SessionBusy("an answer is still streaming: stop it first")
         if self._meter is not None and (refusal := self._meter.refusal(request.user)):
-            return ChatNote(len(request.chat.conversation.turns) - 1, "error", refusal)
+            return self._unsent(request, ChatNote(len(request.chat.conversation.turns) - 1, "error", refusal))
         endpoint = self._endpoint()
         if endpoint is None:
-            return not_ready_note(len(request.chat.conversation.turns) - 1, self._engine_label())
+            return self._unsent(request, not_ready_note(len(request.chat.conversation.turns) - 1,
+                                                        self._engine_label()))
         run = AnswerRun(self._clients.client_for(endpoint), request.registry, request.settings, request.options,
-                        request.chat.conversation, request.require_approval)
+                        request.chat.conversation, request.require_approval, early=request.early)
         if not self.runs.begin(session, run):
             raise SessionBusy("an answer is still streaming: stop it first")
         return run.start()
+
+    @staticmethod
+    def _unsent(request: AnswerRequest, note: ChatNote) -> ChatNote:
+        if request.early is not None:
+            request.early.cancel()
+        return note
 
     def answer(self, session: str, request: AnswerRequest) -> Iterator[AnswerUpdate]:
         """Start an answer and follow it through its phases (see AnswerUpdate); SessionBusy comes from the

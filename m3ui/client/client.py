@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import openai
 
 from m3ui.client.chunk_merging import merge_streamed_chunks
+from m3ui.client.early_request import EarlyRequest
 from m3ui.client.http_library import http
 from m3ui.client.request import ToolChoice, WireMessage, WireTool, chat_request_kwargs
 from m3ui.client.settings import EndpointConfig, GenerationSettings
@@ -46,18 +47,45 @@ class ChatClient:
         tools: Sequence[WireTool] = (),
         tool_choice: ToolChoice = "auto",
         read_gap: ReadGap | None = None,
+        early: EarlyRequest | None = None,
     ) -> ChatStream:
+        """`early`: a request sent before (see early_request.py), taken when it is this very one, else cancelled."""
+        kwargs = self._kwargs(messages, settings, tools, tool_choice)
+        open_stream, sent_at = self._opener(kwargs), None
+        if early is not None:
+            taken = early.take() if early.matches(self, kwargs) else None
+            if taken is None:
+                early.cancel()
+            else:
+                open_stream, sent_at = taken, early.sent_at
+        return ChatStream(open_stream, self.endpoint.base_url, settings, self._content_filter(settings), self._clock,
+                          read_gap, sent_at)
+
+    def send_early(
+        self,
+        messages: Sequence[WireMessage],
+        settings: GenerationSettings,
+        tools: Sequence[WireTool] = (),
+        tool_choice: ToolChoice = "auto",
+    ) -> EarlyRequest:
+        """Send now the request `stream()` with the same arguments will make (see early_request.py)."""
+        kwargs = self._kwargs(messages, settings, tools, tool_choice)
+        return EarlyRequest(self, kwargs, self._opener(kwargs), self._clock())
+
+    def _kwargs(self, messages: Sequence[WireMessage], settings: GenerationSettings, tools: Sequence[WireTool],
+                tool_choice: ToolChoice) -> dict[str, object]:
         kwargs = chat_request_kwargs(self.endpoint.model, messages, settings, tools, tool_choice)
         kwargs["timeout"] = self._timeout(settings)
+        return kwargs
 
+    def _opener(self, kwargs: dict[str, object]) -> Callable[[], HttpResponse]:
         def open_stream() -> HttpResponse:
             # The raw streamed response (closed by ChatStream, as leaving the context manager would): its chunks
             # are parsed with orjson, not turned into pydantic models one by one.
             manager = self._completions.create(**kwargs)  # type: ignore[call-overload]
             return manager.__enter__().http_response
 
-        return ChatStream(open_stream, self.endpoint.base_url, settings, self._content_filter(settings), self._clock,
-                          read_gap)
+        return open_stream
 
     def _timeout(self, settings: GenerationSettings) -> object:
         """The read timeout is the user's stall limit: the longest wait for the next byte, headers included."""

@@ -79,8 +79,10 @@ class ChatStream:
         content_filter: StrayCloserFilter,
         clock: Clock,
         read_gap: ReadGap | None = None,
+        sent_at: float | None = None,
     ) -> None:
         self._open_stream = open_stream
+        self._sent_at = sent_at  # when the request went out, if open_stream takes one sent before (on `clock`)
         self._base_url = base_url
         self._settings = settings
         self._filter = content_filter
@@ -113,7 +115,7 @@ class ChatStream:
         _disconnect(response)
 
     def _events(self) -> Iterator[StreamEvent]:
-        timer = StreamTimer(self._clock)
+        timer = StreamTimer(self._clock, self._sent_at)
         if self.stopped:
             yield Finished("cancelled", timer.stats(None, None))
             return

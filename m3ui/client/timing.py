@@ -13,9 +13,9 @@ MIN_DECODE_TOKENS = 8  # tokens after the first; fewer arrive in a handful of ch
 class StreamTimer:
     """Marks the moments of one stream; `stats()` turns them into StreamStats."""
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, start: float | None = None) -> None:
         self._clock = clock
-        self._start = clock()
+        self._start = clock() if start is None else start  # `start`: the request was sent before (an early one)
         self._first_token: float | None = None
         self._first_reasoning: float | None = None
         self._first_answer: float | None = None  # first content or tool-call token

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from m3ui.client.client import ChatClient
+from m3ui.client.early_request import EarlyRequest
 from m3ui.client.events import StreamError, StreamEvent, ToolCall
-from m3ui.client.request import ForceTool, ToolChoice
+from m3ui.client.request import ForceTool, ToolChoice, WireMessage, WireTool
 from m3ui.client.settings import GenerationSettings
 from m3ui.client.stream import ChatStream, ReadGap
 from m3ui.conversation.assistant_builder import AssistantTurnBuilder
@@ -82,9 +83,11 @@ class ToolLoop:
         options: LoopOptions = LoopOptions(),
         approve: ApprovalHook | None = None,
         read_gap: ReadGap | None = None,
+        early: EarlyRequest | None = None,
     ) -> None:
         self._client, self._registry, self._settings = client, registry, settings
         self._options, self._approve, self._read_gap = options, approve, read_gap
+        self._early = early  # the first request, maybe sent already (taken only if it is the same)
         self._stopped = threading.Event()
         self._stream: ChatStream | None = None
 
@@ -101,16 +104,27 @@ class ToolLoop:
             if self._stream is not None:
                 self._stream.stop()
 
+    def send_early(self, conversation: Conversation) -> EarlyRequest:
+        """Send the loop's first request for `conversation` now (see m3ui.client.early_request)."""
+        return self._client.send_early(*self._request(conversation, 1))
+
+    def _request(self, conversation: Conversation, step: int) -> tuple[list[WireMessage], GenerationSettings,
+                                                                       list[WireTool], ToolChoice]:
+        """The arguments of ChatClient.stream (and send_early) for the loop's request number `step`."""
+        return (to_openai_messages(conversation, self._options.keep_reasoning), self._settings,
+                self._registry.openai_tools(), self._options.choice_for_step(step))
+
     def _steps(self, conversation: Conversation) -> Iterator[LoopEvent]:
-        tools = self._registry.openai_tools()
+        early, self._early = self._early, None
         for step in range(1, self._options.max_steps + 1):
             if self._stopped.is_set():
+                if early is not None:
+                    early.cancel()
                 yield LoopFinished("cancelled", conversation, "stopped by the user")
                 return
             yield StepStarted(step)
-            messages = to_openai_messages(conversation, self._options.keep_reasoning)
-            self._stream = self._client.stream(messages, self._settings, tools, self._options.choice_for_step(step),
-                                               self._read_gap)
+            self._stream = self._client.stream(*self._request(conversation, step), self._read_gap, early)
+            early = None
             if self._stopped.is_set():  # stop() raced with the line above
                 self._stream.stop()
             builder = AssistantTurnBuilder()

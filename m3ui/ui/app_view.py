@@ -15,6 +15,7 @@ import fastapi
 import gradio as gr
 
 from m3ui.live.channel import LiveChannel
+from m3ui.live.early_ask import EarlyAsk
 from m3ui.owned_temp_dir import owned_temp_dir
 from m3ui.services import AppServices
 from m3ui.ui.account_view import build_account_tab
@@ -97,6 +98,8 @@ def build_asgi_app(services: AppServices) -> fastapi.FastAPI:
     mounts.append(gradio_mount(app, "", "chat", main))
     # before the main app's mount, which takes every path
     app.router.routes.insert(0, LiveChannel(services.live_feeds, mounts[-1].logged_in).route())
+    app.router.routes.insert(0, EarlyAsk(lambda *asked: services.send_early(*asked), mounts[-1].logged_in,
+                                         mounts[-1].user).route())
     app.add_middleware(EarlyHead, snippet=page_head(EARLY_JS_DIR))
     install_guards(app, policy, tuple(mounts))
     return app

@@ -8,6 +8,7 @@ same browser is merged in (`sync`). The Chatbot is only its rendering.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import gradio as gr
@@ -19,7 +20,7 @@ from m3ui.client.settings import GREEDY_TEMPERATURE, MAX_STALL_SECONDS, MIN_STAL
 from m3ui.legacy_chats import LEGACY_STORAGE_KEY, legacy_secret
 from m3ui.services import AppServices
 from m3ui.ui.chat.browser_import import build_import_offer
-from m3ui.ui.chat.controller import ChatController
+from m3ui.ui.chat.controller import FORM, ChatController
 from m3ui.ui.chat.following import LIVE_SLOTS
 from m3ui.ui.chat.live_view import OPEN_JS, LivePage, LiveSlots, build_live_slots
 from m3ui.ui.chat.server_library import ServerLibrary
@@ -37,7 +38,7 @@ LATEX_DELIMITERS = [{"left": "$$", "right": "$$", "display": True}, {"left": "$"
                     {"left": "\\(", "right": "\\)", "display": False}, {"left": "\\[", "right": "\\]", "display": True}]
 DEFAULTS = GenerationSettings()
 # The page script's entry points (assets/js/chat.js): what the browser stores, downloads, and the drawer.
-READ_BROWSER_JS = "(browser, legacy) => [window.m3uiChats.read(), legacy]"
+READ_BROWSER_JS = "(browser, legacy, page) => [window.m3uiChats.read(), legacy, window.m3uiLive.ticket()]"
 SYNC_BROWSER_JS = "(library, browser) => [library, window.m3uiChats.read()]"
 WRITE_BROWSER_JS = "(records) => { window.m3uiChats.write(records); }"
 DOWNLOAD_JS = "(document) => { window.m3uiChats.download(document); }"
@@ -48,7 +49,9 @@ TOGGLE_DRAWER_JS = "() => { window.m3uiChats.toggleDrawer(); }"
 # Asking also opens the page's live channel, which the answer's frames take while it streams (m3ui.live).
 BUSY = "{__type__: 'update', visible: false}, {__type__: 'update', visible: true}"
 BUSY_JS = f"() => {{ {OPEN_JS}; return [{BUSY}]; }}"
-ASK_JS = (f"(text) => {{ if (!(text || '').trim()) return [text, undefined, undefined, undefined]; {OPEN_JS}; "
+# It also tells the server at once what it asks, with the form's settings (m3ui.live.early_ask).
+ASK_JS = (f"(text, ...form) => {{ if (!(text || '').trim()) return [text, undefined, undefined, undefined]; {OPEN_JS}; "
+          f"window.m3uiLive.ask(text, {json.dumps(FORM)}, form); "
           f"return [text, '', {BUSY}]; }}")
 
 
@@ -98,8 +101,7 @@ class ChatTabUI:
 
     @property
     def settings(self) -> list[gr.components.Component]:
-        return [self.thinking_mode, self.temperature, self.top_p, self.max_tokens, self.stall_seconds,
-                self.keep_reasoning, self.system_prompt]
+        return [getattr(self, name) for name in FORM]  # in the answer handlers' order
 
 
 def build_chat_tab(services: AppServices) -> ChatTabUI:
@@ -110,6 +112,7 @@ def build_chat_tab(services: AppServices) -> ChatTabUI:
     placeholder = gr.Column() if server is not None else None  # the import offer goes first, built once ui exists
     ui = _layout(legacy_secret(services.data_dir))
     chat = ChatController(chat_runner(services), server, LivePage(services.live_feeds, ui.chatbot))
+    services.send_early = chat.send_early
     _wire(ui, chat, build_live_slots(ui.chatbot))
     if server is not None and placeholder is not None:
         with placeholder:
@@ -190,7 +193,8 @@ def _wire(ui: ChatTabUI, chat: ChatController, live_slots: LiveSlots) -> None:
     asked = gr.Textbox(visible=False)  # the question, taken out of the message box by the page (ASK_JS)
     live = [getattr(ui, name) for name in LIVE_SLOTS] + [following]
     busy = [ui.send, ui.stop]
-    asking = gr.on([ui.message.submit, ui.send.click], None, [ui.message], [asked, ui.message, *busy], js=ASK_JS)
+    asking = gr.on([ui.message.submit, ui.send.click], None, [ui.message, *ui.settings], [asked, ui.message, *busy],
+                   js=ASK_JS)
     for triggers in ([ui.regenerate.click, ui.chatbot.retry], [ui.chatbot.edit], [ui.retry_from.click]):
         gr.on(triggers, None, None, busy, js=BUSY_JS)
     answers = [
@@ -226,4 +230,4 @@ def _wire(ui: ChatTabUI, chat: ChatController, live_slots: LiveSlots) -> None:
                       None, [ui.thinking_mode, ui.temperature, ui.top_p, ui.max_tokens, ui.stall_seconds], queue=False)
     page = Context.root_block
     if page is not None:  # the saved chats come back when the page (re)loads
-        page.load(chat.load, [ui.browser, ui.legacy], view, js=READ_BROWSER_JS, queue=False)
+        page.load(chat.load, [ui.browser, ui.legacy, live_slots.ticket], view, js=READ_BROWSER_JS, queue=False)

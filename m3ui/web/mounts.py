@@ -32,6 +32,11 @@ class GradioMount:
     logged_in: Callable[[Scope], bool]
     sessions: SessionTable | None = None  # None: the app has no login
 
+    def user(self, scope: Scope) -> str | None:
+        """Who a request is signed in as (None: not signed in, or the app has no login)."""
+        token = self.sessions.token(scope) if self.sessions is not None else None
+        return self.sessions.user(token) if self.sessions is not None and token is not None else None
+
 
 def mount_for(path: str, mounts: tuple[GradioMount, ...]) -> tuple[GradioMount, str] | None:
     """The mount serving `path` (longest prefix first) and the path inside it."""

@@ -14,10 +14,13 @@ from dataclasses import replace
 import gradio as gr
 
 from m3ui.chat_session import AnswerRequest, ChatRunner, SessionBusy, transcript
+from m3ui.chat_session.page_libraries import PageLibraries
 from m3ui.client import GenerationSettings
+from m3ui.client.early_request import EarlyRequest
 from m3ui.conversation import Conversation, LoopOptions
 from m3ui.conversation_store import ChatLibrary, ChatNote, SavedChat, export_documents
 from m3ui.legacy_chats import legacy_chats
+from m3ui.live.feed import TICKET
 from m3ui.ui.chat.following import Following, answer_frame, live_frame, live_values
 from m3ui.ui.chat.live_view import LivePage
 from m3ui.ui.chat.server_library import ServerLibrary
@@ -47,6 +50,16 @@ def _with_system_prompt(chat: SavedChat, system_prompt: str) -> SavedChat:
     return chat.with_conversation(Conversation(chat.conversation.turns, clean_text(system_prompt).strip()))
 
 
+def _asked(library: ChatLibrary, text: str, system_prompt: str) -> SavedChat:
+    """The active chat with the question `text` added, as it is sent."""
+    chat = _with_system_prompt(library.active, system_prompt)
+    return chat.with_conversation(chat.conversation.ask(text))
+
+
+# The form's values in the order of the answer handlers' arguments (as the page sends them early, by name)
+FORM = ("thinking_mode", "temperature", "top_p", "max_tokens", "stall_seconds", "keep_reasoning", "system_prompt")
+
+
 def _user_ordinal(chat: SavedChat, message_index: int) -> int:
     """Which question (0-based) a message shown at `message_index` belongs to: itself, or the one it answers."""
     shown = render(transcript(chat))[: message_index + 1]
@@ -60,6 +73,7 @@ class ChatController:
         self._runner = runner
         self._server = server  # set: the library is kept on the server for the signed-in person, not the browser
         self._live = live  # set: an answer's frames go to its page's live channel when one is open
+        self._pages = PageLibraries()  # what each page shows: a question's request can go out at the click
 
     def show(self, library: ChatLibrary, busy: bool = False, message: object = None,
              chatbot: object = None, controls: bool = True) -> tuple[object, ...]:
@@ -78,6 +92,7 @@ class ChatController:
         writes, library = library.outbox()
         if self._server is not None:
             library, writes = self._server.saved(library, writes), []
+        self._pages.shown(library)
         chat = library.active
         choices = library.choices()
         idle = not busy
@@ -114,14 +129,16 @@ class ChatController:
 
     # --- the library: load, sync with other pages, pick, rename, delete, clear, undo, search, export
 
-    def load(self, browser: object, legacy: object = None) -> tuple[object, ...]:
+    def load(self, browser: object, legacy: object = None, page: object = "") -> tuple[object, ...]:
         """The page opened: its chats come from the browser's storage (records, untrusted), plus, until the
-        browser is migrated, the chats it saved the old way (written as records by this first show)."""
+        browser is migrated, the chats it saved the old way (written as records by this first show). `page`:
+        its live ticket (m3ui.live), so that its questions can be sent early."""
+        page = page if isinstance(page, str) and TICKET.fullmatch(page) else ""
         if self._server is not None:
-            return self.show(self._server.load())
+            return self.show(replace(self._server.load(), page=page))
         browser = browser if isinstance(browser, dict) else {}
         unsaved = [] if browser.get("migrated") is True else legacy_chats(legacy)
-        return self.show(ChatLibrary.from_records(browser.get("records"), unsaved=unsaved))
+        return self.show(replace(ChatLibrary.from_records(browser.get("records"), unsaved=unsaved), page=page))
 
     def sync(self, library: ChatLibrary | None, browser: object) -> tuple[object, ...]:
         """Another page changed the browser's chats (or one of ours was saved as a copy): show them all."""
@@ -207,9 +224,33 @@ class ChatController:
             yield live_frame(gr.skip())
             return
         library = self.owned(library)
-        chat = _with_system_prompt(library.active, system_prompt)
-        chat = chat.with_conversation(chat.conversation.ask(text))
-        yield from self._answer(library, chat, settings, keep_reasoning, live_ticket, request, question=text)
+        early = self._runner.early.take(live_ticket, request.username)
+        yield from self._answer(library, _asked(library, text, system_prompt), settings, keep_reasoning, live_ticket,
+                                request, question=text, early=early)
+
+    def send_early(self, page: str, form: dict[str, object], user: str | None) -> bool:
+        """The page asks (m3ui.live.early_ask): send its question's engine request now, from the chat it was last
+        shown; its answer (`send`) takes it if it asks for the very same request. False: nothing was sent (the
+        page is unknown, the form is not what the page sends, the answer would not start)."""
+        library = self._pages.get(page)
+        text = form.get("text")
+        if library is None or not isinstance(text, str) or not clean_text(text).strip():
+            return False
+        try:
+            values = [form[name] for name in FORM]
+            settings = settings_from_form(*values[:4], stall_seconds=values[4])  # type: ignore[arg-type]
+        except (KeyError, gr.Error):
+            return False
+        keep_reasoning, system_prompt = values[5], values[6]
+        if not isinstance(keep_reasoning, bool) or not isinstance(system_prompt, str):
+            return False
+        chat = _asked(library, clean_text(text).strip(), system_prompt)
+        return self._runner.send_early(page, self._request(chat, settings, keep_reasoning, user))
+
+    @staticmethod
+    def _request(chat: SavedChat, settings: GenerationSettings, keep_reasoning: bool, user: str | None,
+                 early: EarlyRequest | None = None) -> AnswerRequest:
+        return AnswerRequest(chat, settings, LoopOptions(keep_reasoning=keep_reasoning), user=user, early=early)
 
     def regenerate(self, library: ChatLibrary | None, thinking_mode: str, temperature: float, top_p: float,
                    max_tokens: float | None, stall_seconds: float | None, keep_reasoning: bool, system_prompt: str,
@@ -256,11 +297,12 @@ class ChatController:
         yield from self._answer(library, retried, settings, keep_reasoning, live_ticket, request)
 
     def _answer(self, library: ChatLibrary, chat: SavedChat, settings: GenerationSettings, keep_reasoning: bool,
-                live_ticket: str, request: gr.Request, question: str | None = None) -> Iterator[tuple[object, ...]]:
+                live_ticket: str, request: gr.Request, question: str | None = None,
+                early: EarlyRequest | None = None) -> Iterator[tuple[object, ...]]:
         """The question saved (a reload keeps it), frames of the chatbot alone, and the answer saved. A refused
         `question` (the message box's text) goes back into the box. While the page's live channel is open, the
         frames between the first and the last go there instead (m3ui.live)."""
-        answer = AnswerRequest(chat, settings, LoopOptions(keep_reasoning=keep_reasoning), user=request.username)
+        answer = self._request(chat, settings, keep_reasoning, request.username, early)
         try:
             updates = self._runner.answer(session_key(request), answer)
             first = next(updates)
@@ -275,16 +317,21 @@ class ChatController:
             yield from self._settled(library, first.chat)
             return
         saved = render(transcript(chat))  # rendered once: only the live answer changes while it streams
-        library, values = self._values(library.put(chat), busy=True, message=None,
-                                       chatbot=saved + render(running=True), controls=True)
-        following = Following(library)
+        # The page's channel gets the question too (the last message saved): the page shows the answer as soon as
+        # its first token comes, without waiting for Gradio's frames to bring the question.
+        asked = len(saved) - 1
         channel = self._live.answer(live_ticket) if self._live is not None else None
+        waiting = render(running=True)
+        sent = channel is not None and channel.show(asked, saved[asked:] + waiting)
+        library, values = self._values(library.put(chat), busy=True, message=None,
+                                       chatbot=gr.skip() if sent else saved + waiting, controls=True)
+        following = Following(library)
         yield live_values(values, following)
         try:
             for update in updates:
                 if update.phase == "streaming":
                     live = render(live=update.live, running=True)
-                    if channel is None or not channel.show(len(saved), live):
+                    if channel is None or not channel.show(asked, saved[asked:] + live):
                         yield answer_frame(saved + live)
                     continue
                 shown = render(transcript(update.chat))  # answered (its hit rate looked up next), or done

@@ -1,0 +1,91 @@
+"""A chat request sent before its answer is asked for: the answer takes it only when it asks for exactly the same.
+
+Why: a click on Send reaches the answer's handler through Gradio's page script and queue 60-80 ms later (measured,
+bench_chat_stream); the page also tells the server at once, and the request it will make is sent then, so the
+engine's prefill runs meanwhile. The answer's own request is compared with it, whole (model, messages, sampling,
+tools): the same one takes the response already on its way, any other difference cancels it and sends its own.
+A request nobody takes is cancelled after `EXPIRES_S`, so the engine always sees the disconnect and stops.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from m3ui.client.http_library import http
+from m3ui.client.stream import HttpResponse
+
+EXPIRES_S = 10.0  # an early request not taken by then is cancelled (Gradio's own path takes well under a second)
+
+
+class EarlyRequest:
+    """Opened at once in a thread of its own. `take()` hands the response over (once); `cancel()` closes it, also
+    one still being opened."""
+
+    def __init__(self, origin: object, kwargs: dict[str, Any], open_stream: Callable[[], HttpResponse],
+                 sent_at: float, expires_s: float = EXPIRES_S) -> None:
+        self.origin = origin  # what sent it (a ChatClient): only a request to the same endpoint can take it
+        self.kwargs = kwargs
+        self.sent_at = sent_at
+        self._lock = threading.Lock()
+        self._opened = threading.Event()
+        self._response: HttpResponse | None = None
+        self._error: BaseException | None = None
+        self._state = "open"  # open -> taken (by an answer) -> used (its stream opened); open or taken -> cancelled
+        self._expiry = threading.Timer(expires_s, self.cancel)
+        self._expiry.daemon = True
+        threading.Thread(target=self._open, args=(open_stream,), name="early-request", daemon=True).start()
+        self._expiry.start()
+
+    def _open(self, open_stream: Callable[[], HttpResponse]) -> None:
+        try:
+            response = open_stream()
+        except BaseException as exc:  # handed to the answer that takes it, as its own request would have raised it
+            self._error = exc
+        else:
+            with self._lock:
+                cancelled = self._state == "cancelled"
+                self._response = None if cancelled else response
+            if cancelled:
+                response.close()
+        self._opened.set()
+
+    def matches(self, origin: object, kwargs: dict[str, Any]) -> bool:
+        return origin is self.origin and kwargs == self.kwargs
+
+    def take(self) -> Callable[[], HttpResponse] | None:
+        """For the answer that asks for this very request: what opens its stream (waits for the response, or
+        raises what opening it raised); None when it was cancelled or taken already. Taken but never opened (the
+        answer was stopped first), it is cancelled when it expires like one never taken."""
+        with self._lock:
+            if self._state != "open":
+                return None
+            self._state = "taken"
+        return self._opened_response
+
+    def _opened_response(self) -> HttpResponse:
+        with self._lock:
+            used, self._state = self._state == "taken", "used"
+        self._expiry.cancel()
+        self._opened.wait()
+        if not used:
+            raise http.ReadError("the request sent early was cancelled before its answer read it")
+        if self._error is not None:
+            raise self._error
+        return self._response
+
+    def cancel(self) -> None:
+        """Not wanted (or not read in time): the engine sees the disconnect and stops."""
+        with self._lock:
+            if self._state not in ("open", "taken"):
+                return
+            self._state = "cancelled"
+            response, self._response = self._response, None
+        self._expiry.cancel()
+        if response is not None:
+            response.close()
+
+    @property
+    def state(self) -> str:
+        return self._state

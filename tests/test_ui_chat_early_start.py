@@ -1,0 +1,163 @@
+"""A question's engine request sent at the click (m3ui.live.early_ask -> ChatController.send_early), against a real
+HTTP server: the answer takes it when it asks for the very same request (one request reaches the engine, timed from
+when it went out), and cancels it otherwise (the engine sees the hang-up and the answer asks again); one nobody
+takes is cancelled; a page, form or person it was not sent for never gets it."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import pytest
+
+from m3ui.chat_session import ChatRunner
+from m3ui.chat_session.early_starts import EarlyStarts
+from m3ui.client import ChatClient, EndpointConfig, GenerationSettings
+from m3ui.client.early_request import EarlyRequest
+from m3ui.client.events import ContentDelta, Finished
+from m3ui.conversation_store import ChatLibrary
+from m3ui.ui.chat.controller import FORM, ChatController
+from m3ui.ui.chat.view_slots import SLOTS
+from tests.sse_replay import ReplayServer, SseReply, answer_reply, chunk
+from tests.test_ui_chat_handlers import answer, request
+
+PAGE = "pageTicket-0123456789abcdef"
+FORM_VALUES = ("disabled", 0.6, 0.95, 4096, 60, False, "Be brief.")
+LIBRARY = SLOTS.index("library")
+
+
+def page_form(text: str, **changes: object) -> dict[str, object]:
+    return {"text": text, **dict(zip(FORM, FORM_VALUES, strict=True)), **changes}
+
+
+def opened_page(chat: ChatController) -> ChatLibrary:
+    """The library of a page that loaded with its live ticket (what chat.load hands the page's State)."""
+    library = chat.load({}, None, PAGE)[LIBRARY]
+    assert isinstance(library, ChatLibrary) and library.page == PAGE
+    return library
+
+
+def wait_for(condition, timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def controller(server: ReplayServer) -> ChatController:
+    endpoint = EndpointConfig(base_url=server.base_url)
+    return ChatController(ChatRunner(lambda: endpoint, lambda: "ready"))
+
+
+def test_the_answer_takes_the_request_sent_at_the_click_and_the_engine_gets_it_once():
+    with ReplayServer([answer_reply("Early bird.", delay_s=0.01)]) as server:
+        chat = controller(server)
+        library = opened_page(chat)
+        assert chat.send_early(PAGE, page_form("  Hello?  "), None)
+        wait_for(lambda: len(server.requests) == 1)  # out before the answer's handler ran
+        updates = answer(chat, chat.send("Hello?", library, *FORM_VALUES, PAGE, request()))
+    assert len(server.requests) == 1
+    saved = updates[-1][LIBRARY].active
+    assert [turn.content for turn in saved.conversation.turns] == ["Hello?", "Early bird."]
+    assert server.requests[0]["messages"] == [{"role": "system", "content": "Be brief."},
+                                              {"role": "user", "content": "Hello?"}]
+
+
+def test_a_request_sent_early_for_something_else_is_cancelled_and_the_answer_asks_its_own():
+    slow = SseReply((chunk(content="wrong"),), hold_open_s=10)
+    with ReplayServer([slow, answer_reply("Right one.")]) as server:
+        chat = controller(server)
+        library = opened_page(chat)
+        assert chat.send_early(PAGE, page_form("Hello?", system_prompt="Another prompt"), None)
+        wait_for(lambda: len(server.requests) == 1)
+        updates = answer(chat, chat.send("Hello?", library, *FORM_VALUES, PAGE, request()))
+        assert server.client_disconnected.wait(5), "the engine must see the early request dropped"
+    assert len(server.requests) == 2
+    assert server.requests[1]["messages"][0] == {"role": "system", "content": "Be brief."}
+    assert updates[-1][LIBRARY].active.conversation.turns[-1].content == "Right one."
+
+
+def test_an_early_request_nobody_reads_is_cancelled_in_time_taken_or_not():
+    for taken in (False, True):  # (taken: its answer was stopped before its stream opened)
+        with ReplayServer([SseReply((chunk(content="never read"),), hold_open_s=10)]) as server:
+            client = ChatClient(EndpointConfig(base_url=server.base_url))
+            messages = [{"role": "user", "content": "hi"}]
+            early = EarlyRequest(client, {}, client._opener(client._kwargs(messages, GenerationSettings(), (), "auto")),
+                                 time.monotonic(), expires_s=0.3)
+            opens = early.take() if taken else None
+            assert server.client_disconnected.wait(5), taken
+        assert early.state == "cancelled" and early.take() is None
+        if opens is not None:
+            with pytest.raises(httpx.ReadError, match="cancelled"):
+                opens()
+
+
+def test_the_stream_of_a_taken_request_is_timed_from_when_it_went_out():
+    with ReplayServer([answer_reply("Timed.", delay_s=0.01)]) as server:
+        client = ChatClient(EndpointConfig(base_url=server.base_url))
+        messages = [{"role": "user", "content": "hi"}]
+        early = client.send_early(messages, GenerationSettings())
+        time.sleep(0.4)  # the page's click came this long before the answer's handler
+        events = list(client.stream(messages, GenerationSettings(), early=early))
+    assert len(server.requests) == 1 and early.state == "used"
+    assert "".join(e.text for e in events if isinstance(e, ContentDelta)) == "Timed."
+    finished = events[-1]
+    assert isinstance(finished, Finished) and finished.stats.total_s >= 0.4
+
+
+def test_nothing_is_sent_early_for_a_page_form_or_engine_it_cannot_be_for():
+    with ReplayServer([]) as server:
+        chat = controller(server)
+        opened_page(chat)
+        assert not chat.send_early("unknownTicket-0123456789", page_form("Hello?"), None)
+        assert not chat.send_early(PAGE, page_form("   "), None)
+        assert not chat.send_early(PAGE, page_form(["not", "text"]), None)  # type: ignore[arg-type]
+        assert not chat.send_early(PAGE, page_form("Hello?", thinking_mode="loud"), None)
+        assert not chat.send_early(PAGE, page_form("Hello?", keep_reasoning="yes"), None)
+        assert not chat.send_early(PAGE, {k: v for k, v in page_form("Hello?").items() if k != "top_p"}, None)
+        not_ready = ChatController(ChatRunner(lambda: None, lambda: "starting"))
+        opened = not_ready.load({}, None, PAGE)[LIBRARY]
+        assert opened.page == PAGE and not not_ready.send_early(PAGE, page_form("Hello?"), None)
+        time.sleep(0.2)
+        assert server.requests == []
+        # a malformed ticket never names a page
+        assert chat.load({}, None, "../../etc")[LIBRARY].page == ""
+
+
+def test_an_early_request_goes_only_to_the_answer_of_the_person_it_was_sent_for():
+    with ReplayServer([SseReply((chunk(content="alice's"),), hold_open_s=10)]) as server:
+        client = ChatClient(EndpointConfig(base_url=server.base_url))
+        starts = EarlyStarts()
+        early = client.send_early([{"role": "user", "content": "hi"}], GenerationSettings())
+        starts.put(PAGE, "alice", early)
+        assert starts.take(PAGE, "mallory") is None
+        assert early.state == "cancelled" and server.client_disconnected.wait(5)
+        assert starts.take(PAGE, "alice") is None  # gone: taken once, by whoever came first
+
+
+def test_a_newer_early_request_of_a_page_cancels_its_older_one_and_the_pending_ones_are_bounded():
+    with ReplayServer([]) as server:
+        client = ChatClient(EndpointConfig(base_url=server.base_url))
+        starts = EarlyStarts(limit=2)
+        sent = [client.send_early([{"role": "user", "content": str(i)}], GenerationSettings()) for i in range(4)]
+        starts.put("page-a", None, sent[0])
+        starts.put("page-a", None, sent[1])
+        assert sent[0].state == "cancelled" and len(starts) == 1
+        starts.put("page-b", None, sent[2])
+        starts.put("page-c", None, sent[3])
+        assert sent[1].state == "cancelled" and len(starts) == 2
+        assert starts.take("page-c", None) is sent[3]
+        for early in sent:
+            early.cancel()
+
+
+def test_a_refused_answer_cancels_the_request_sent_for_it():
+    with ReplayServer([SseReply((chunk(content="x"),), hold_open_s=10)]) as server:
+        chat = controller(server)
+        library = opened_page(chat)
+        chat._runner.runs.begin("page-1", object())  # type: ignore[arg-type]  # an answer streams in this page
+        assert chat.send_early(PAGE, page_form("Hello?"), None)
+        wait_for(lambda: len(server.requests) == 1)
+        list(chat.send("Hello?", library, *FORM_VALUES, PAGE, request()))  # refused: SessionBusy
+        assert server.client_disconnected.wait(5)
+
