@@ -27,13 +27,31 @@ def by_id(components: object) -> dict[int, dict]:
     return {config["id"]: config for config in components}  # type: ignore[attr-defined, index]
 
 
-def test_a_new_session_builds_no_configuration_and_fills_in_what_it_touches():
+def test_a_session_builds_no_configuration_until_it_is_read_and_then_with_the_values_set():
     demo = small_app()
     session = LazySessionState(demo)
     assert session.config_values == {}
     box = next(b for b in demo.blocks.values() if isinstance(b, gr.Textbox))
     session._update_value_in_config(box._id, "typed")
-    assert session.config_values[box._id]["props"]["value"] == "typed"
+    session[box._id] = gr.Textbox("x", label="Renamed", render=False)  # what a gr.update(label=...) does
+    session._update_config(box._id)
+    assert session.config_values == {}
+    shown = by_id(session.components)[box._id]["props"]
+    assert shown["value"] == "typed" and shown["label"] == "Renamed"
+
+
+def test_what_events_set_reads_back_as_gradios_own():
+    demo = small_app()
+    eager, lazy = LazySessionState.__bases__[0](demo), LazySessionState(demo)
+    box = next(b for b in demo.blocks.values() if isinstance(b, gr.Textbox))
+    chat = next(b for b in demo.blocks.values() if isinstance(b, gr.Chatbot))
+    for session in (eager, lazy):
+        session[box._id] = gr.Textbox("x", label="Renamed", interactive=False, render=False)
+        session._update_config(box._id)
+        session._update_value_in_config(box._id, "after")
+        session._update_value_in_config(chat._id, [{"role": "user", "content": "bye"}])
+    assert by_id(lazy.components) == by_id(eager.components)
+    assert lazy[box._id].label == "Renamed"
 
 
 def test_the_whole_configuration_read_at_once_is_gradios_own():
