@@ -1,7 +1,8 @@
 """A question's engine request sent at the click (m3ui.live.early_ask -> ChatController.send_early), against a real
 HTTP server: the answer takes it when it asks for the very same request (one request reaches the engine, timed from
 when it went out), and cancels it otherwise (the engine sees the hang-up and the answer asks again); one nobody
-takes is cancelled; a page, form or person it was not sent for never gets it."""
+takes is cancelled; a page, form or person it was not sent for never gets it. With the page's channel open, the
+question goes first on it and Gradio's first frame waits for the answer's first text."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from m3ui.client.early_request import EarlyRequest
 from m3ui.client.events import ContentDelta, Finished
 from m3ui.conversation_store import ChatLibrary
 from m3ui.ui.chat.controller import FORM, ChatController
+from m3ui.ui.chat.following import LIVE_SLOTS
 from m3ui.ui.chat.view_slots import SLOTS
 from tests.sse_replay import ReplayServer, SseReply, answer_reply, chunk
 from tests.test_ui_chat_handlers import answer, request
@@ -161,3 +163,34 @@ def test_a_refused_answer_cancels_the_request_sent_for_it():
         list(chat.send("Hello?", library, *FORM_VALUES, PAGE, request()))  # refused: SessionBusy
         assert server.client_disconnected.wait(5)
 
+
+
+class RecordingPage:
+    """A page whose live channel is open: what the answer showed on it, in order with the answer's Gradio frames."""
+
+    def __init__(self, seen: list) -> None:
+        self.seen = seen
+
+    def answer(self, ticket: object) -> RecordingPage:
+        return self
+
+    def show(self, start: int, messages: list) -> bool:
+        self.seen.append(("channel", start, [str(m.content) for m in messages]))
+        return True
+
+    def close(self) -> None:
+        pass
+
+
+def test_with_the_channel_open_the_question_goes_first_on_it_and_gradios_first_frame_waits_for_the_first_text():
+    seen: list = []
+    with ReplayServer([answer_reply("Soon shown.", delay_s=0.05)]) as server:
+        endpoint = EndpointConfig(base_url=server.base_url)
+        chat = ChatController(ChatRunner(lambda: endpoint, lambda: "ready"), live=RecordingPage(seen))  # type: ignore[arg-type]
+        for frame in chat.send("Hello?", opened_page(chat), *FORM_VALUES, PAGE, request()):
+            seen.append(("gradio", frame))
+    assert seen[0][0] == "channel" and seen[0][1] == 0 and seen[0][2][0] == "Hello?"  # the question, at once
+    first_gradio = next(i for i, item in enumerate(seen) if item[0] == "gradio")
+    assert any("Soon" in text for item in seen[:first_gradio] for text in item[2]), seen[:first_gradio]
+    outbox = dict(zip(LIVE_SLOTS, seen[first_gradio][1][:-1], strict=True))["outbox"]  # (and the Following)
+    assert ChatLibrary.from_records(outbox).active.conversation.turns[0].content == "Hello?"  # still saved first

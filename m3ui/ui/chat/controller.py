@@ -8,6 +8,7 @@ question."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -31,6 +32,7 @@ from m3ui.ui.chat_render import render
 log = logging.getLogger(__name__)
 
 EMPTY_MESSAGE = "Type a message first."
+FIRST_FRAME_WAIT_S = 0.5  # the longest an answer's first Gradio frame waits for its first text (see _answer)
 NOTHING_TO_REGENERATE = "Nothing to regenerate yet: send a message first."
 
 
@@ -326,14 +328,25 @@ class ChatController:
         library, values = self._values(library.put(chat), busy=True, message=None,
                                        chatbot=gr.skip() if sent else saved + waiting, controls=True)
         following = Following(library)
-        yield live_values(values, following)
+        # While Gradio handles a frame this generator waits (10-20 ms for the first, which saves the question and
+        # lists the chat): when the channel shows the question, that frame waits for the answer's first text.
+        first: tuple[object, ...] | None = live_values(values, following)
+        due = time.monotonic() + FIRST_FRAME_WAIT_S if sent else 0.0
         try:
             for update in updates:
                 if update.phase == "streaming":
                     live = render(live=update.live, running=True)
-                    if channel is None or not channel.show(asked, saved[asked:] + live):
+                    shown = channel is not None and channel.show(asked, saved[asked:] + live)
+                    if first is not None and (not shown or time.monotonic() >= due
+                                              or any(not step.empty for step in update.live)):
+                        yield first
+                        first = None
+                    if not shown:
                         yield answer_frame(saved + live)
                     continue
+                if first is not None:
+                    yield first
+                    first = None
                 shown = render(transcript(update.chat))  # answered (its hit rate looked up next), or done
                 sent = channel is not None and channel.show(0, shown)
                 if update.done:  # the last frame goes both ways: whichever comes last, the page shows it
@@ -341,6 +354,8 @@ class ChatController:
                 elif not sent:
                     yield answer_frame(shown)
         except Exception as exc:  # a bug in one turn must not leave the page stuck in "busy"
+            if first is not None:
+                yield first
             yield self._ended(following, _failed(chat, exc))
         finally:
             if channel is not None:
