@@ -337,10 +337,11 @@ class ChatController:
                 if update.phase == "streaming":
                     live = render(live=update.live, running=True)
                     shown = channel is not None and channel.show(asked, saved[asked:] + live)
-                    if first is not None and (not shown or time.monotonic() >= due
-                                              or any(not step.empty for step in update.live)):
+                    if first is not None and (not shown or time.monotonic() >= due):
                         yield first
                         first = None
+                    elif first is not None and any(not step.empty for step in update.live):
+                        due = 0.0  # the text is on its way: the frame goes with the next update
                     if not shown:
                         yield answer_frame(saved + live)
                     continue
