@@ -6,6 +6,7 @@ question goes first on it and Gradio's first frame waits for the answer's first 
 
 from __future__ import annotations
 
+import gc
 import time
 
 import httpx
@@ -110,7 +111,7 @@ def test_the_stream_of_a_taken_request_is_timed_from_when_it_went_out():
 def test_nothing_is_sent_early_for_a_page_form_or_engine_it_cannot_be_for():
     with ReplayServer([]) as server:
         chat = controller(server)
-        opened_page(chat)
+        library = opened_page(chat)
         assert not chat.send_early("unknownTicket-0123456789", page_form("Hello?"), None)
         assert not chat.send_early(PAGE, page_form("   "), None)
         assert not chat.send_early(PAGE, page_form(["not", "text"]), None)  # type: ignore[arg-type]
@@ -124,6 +125,17 @@ def test_nothing_is_sent_early_for_a_page_form_or_engine_it_cannot_be_for():
         assert server.requests == []
         # a malformed ticket never names a page
         assert chat.load({}, None, "../../etc")[LIBRARY].page == ""
+        assert chat.send_early(PAGE, page_form("Hello?"), None) and library.page == PAGE  # (the page itself can)
+        chat._runner.early.take(PAGE, None, "Hello?").cancel()
+
+
+def test_the_chats_of_a_page_that_is_gone_are_not_kept():
+    chat = controller(ReplayServer([]))
+    library = opened_page(chat)
+    assert chat._pages.get(PAGE) is library
+    del library  # Gradio dropped the page's session (its State held the library)
+    gc.collect()
+    assert chat._pages.get(PAGE) is None and len(chat._pages) == 0
 
 
 def test_an_early_request_goes_only_to_the_answer_of_the_person_it_was_sent_for():
@@ -131,10 +143,10 @@ def test_an_early_request_goes_only_to_the_answer_of_the_person_it_was_sent_for(
         client = ChatClient(EndpointConfig(base_url=server.base_url))
         starts = EarlyStarts()
         early = client.send_early([{"role": "user", "content": "hi"}], GenerationSettings())
-        starts.put(PAGE, "alice", early)
-        assert starts.take(PAGE, "mallory") is None
+        starts.put(PAGE, "alice", "hi", early)
+        assert starts.take(PAGE, "mallory", "hi") is None
         assert early.state == "cancelled" and server.client_disconnected.wait(5)
-        assert starts.take(PAGE, "alice") is None  # gone: taken once, by whoever came first
+        assert starts.take(PAGE, "alice", "hi") is None  # gone: taken once, by whoever came first
 
 
 def test_a_newer_early_request_of_a_page_cancels_its_older_one_and_the_pending_ones_are_bounded():
@@ -142,15 +154,34 @@ def test_a_newer_early_request_of_a_page_cancels_its_older_one_and_the_pending_o
         client = ChatClient(EndpointConfig(base_url=server.base_url))
         starts = EarlyStarts(limit=2)
         sent = [client.send_early([{"role": "user", "content": str(i)}], GenerationSettings()) for i in range(4)]
-        starts.put("page-a", None, sent[0])
-        starts.put("page-a", None, sent[1])
+        starts.put("page-a", None, str(0), sent[0])
+        starts.put("page-a", None, str(1), sent[1])
         assert sent[0].state == "cancelled" and len(starts) == 1
-        starts.put("page-b", None, sent[2])
-        starts.put("page-c", None, sent[3])
+        starts.put("page-b", None, str(2), sent[2])
+        starts.put("page-c", None, str(3), sent[3])
         assert sent[1].state == "cancelled" and len(starts) == 2
-        assert starts.take("page-c", None) is sent[3]
+        assert starts.take("page-c", None, "3") is sent[3]
         for early in sent:
             early.cancel()
+
+
+def test_a_request_that_comes_after_its_answer_started_without_it_is_cancelled_not_run():
+    with ReplayServer([answer_reply("Asked at once."), SseReply((chunk(content="late"),), hold_open_s=10)]) as server:
+        chat = controller(server)
+        library = opened_page(chat)
+        updates = answer(chat, chat.send("Hello?", library, *FORM_VALUES, PAGE, request()))  # the ask is held up
+        assert updates[-1][LIBRARY].active.conversation.turns[-1].content == "Asked at once."
+        assert not chat.send_early(PAGE, page_form("Hello?"), None)  # ... and comes now: not sent
+        assert len(server.requests) == 1 and len(chat._runner.early) == 0
+        late = ChatClient(EndpointConfig(base_url=server.base_url)).send_early([{"role": "user", "content": "x"}],
+                                                                               GenerationSettings())
+        chat._runner.early.take(PAGE, None, "Hello?")  # an answer again without its early request ...
+        chat._runner.early.put(PAGE, None, "Hello?", late)  # ... which was on its way meanwhile: cancelled
+        assert server.client_disconnected.wait(5), "the late request must not run on"
+        assert len(chat._runner.early) == 0
+        assert chat.send_early(PAGE, page_form("Next question"), None)  # the page's next question goes early
+        assert len(chat._runner.early) == 1
+        chat._runner.early.take(PAGE, None, "Next question").cancel()
 
 
 def test_a_refused_answer_cancels_the_request_sent_for_it():

@@ -81,17 +81,17 @@ class ChatRunner:
         self.runs = RunRegistry()
         self.early = EarlyStarts()
 
-    def send_early(self, page: str, request: AnswerRequest) -> bool:
-        """Send `request`'s first engine request now, for the answer `page` is about to ask for (its handler
-        takes it with `early.take`: m3ui.client.early_request); False when its answer would not start (the
-        person is over quota, the engine is not ready)."""
-        if self._meter is not None and self._meter.refusal(request.user):
+    def send_early(self, page: str, question: str, request: AnswerRequest) -> bool:
+        """Send `request`'s first engine request now, for the answer to `question` that `page` is about to ask
+        for (its handler takes it with `early.take`: m3ui.client.early_request); False when its answer would not
+        start (the person is over quota, the engine is not ready) or started already without it."""
+        if not self.early.wanted(page, question) or (self._meter is not None and self._meter.refusal(request.user)):
             return False
         endpoint = self._endpoint()
         if endpoint is None:
             return False
         loop = ToolLoop(self._clients.client_for(endpoint), request.registry, request.settings, request.options)
-        self.early.put(page, request.user, loop.send_early(request.chat.conversation))
+        self.early.put(page, request.user, question, loop.send_early(request.chat.conversation))
         return True
 
     def start(self, session: str, request: AnswerRequest) -> AnswerRun | ChatNote:

@@ -226,7 +226,7 @@ class ChatController:
             yield live_frame(gr.skip())
             return
         library = self.owned(library)
-        early = self._runner.early.take(live_ticket, request.username)
+        early = self._runner.early.take(live_ticket, request.username, text)
         yield from self._answer(library, _asked(library, text, system_prompt), settings, keep_reasoning, live_ticket,
                                 request, question=text, early=early)
 
@@ -246,8 +246,9 @@ class ChatController:
         keep_reasoning, system_prompt = values[5], values[6]
         if not isinstance(keep_reasoning, bool) or not isinstance(system_prompt, str):
             return False
-        chat = _asked(library, clean_text(text).strip(), system_prompt)
-        return self._runner.send_early(page, self._request(chat, settings, keep_reasoning, user))
+        question = clean_text(text).strip()
+        chat = _asked(library, question, system_prompt)
+        return self._runner.send_early(page, question, self._request(chat, settings, keep_reasoning, user))
 
     @staticmethod
     def _request(chat: SavedChat, settings: GenerationSettings, keep_reasoning: bool, user: str | None,
