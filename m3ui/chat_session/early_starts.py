@@ -48,7 +48,7 @@ class EarlyStarts:
     def take(self, page: object, user: str | None, question: str) -> EarlyRequest | None:
         """The page's early request if it was sent for this person (else it is cancelled); None when none waits
         (one for `question` that comes later is then cancelled as it comes)."""
-        if not isinstance(page, str):
+        if not isinstance(page, str) or not page:  # (an API client has no page)
             return None
         with self._lock:
             owner, _, early = self._pending.pop(page, (None, "", None))

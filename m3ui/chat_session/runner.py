@@ -95,34 +95,29 @@ class ChatRunner:
         return True
 
     def start(self, session: str, request: AnswerRequest) -> AnswerRun | ChatNote:
-        """The started run, or (engine not ready) the note to save instead; SessionBusy when one is running."""
+        """The started run, or (engine not ready) the note to save instead; SessionBusy when one is running. A
+        request sent early for an answer that does not start is cancelled."""
+        started: AnswerRun | ChatNote | None = None
         try:
-            return self._start(session, request)
-        except BaseException:
-            if request.early is not None:
+            started = self._start(session, request)
+            return started
+        finally:
+            if request.early is not None and not isinstance(started, AnswerRun):
                 request.early.cancel()
-            raise
 
     def _start(self, session: str, request: AnswerRequest) -> AnswerRun | ChatNote:
         if self.runs.running(session):
             raise SessionBusy("an answer is still streaming: stop it first")
         if self._meter is not None and (refusal := self._meter.refusal(request.user)):
-            return self._unsent(request, ChatNote(len(request.chat.conversation.turns) - 1, "error", refusal))
+            return ChatNote(len(request.chat.conversation.turns) - 1, "error", refusal)
         endpoint = self._endpoint()
         if endpoint is None:
-            return self._unsent(request, not_ready_note(len(request.chat.conversation.turns) - 1,
-                                                        self._engine_label()))
+            return not_ready_note(len(request.chat.conversation.turns) - 1, self._engine_label())
         run = AnswerRun(self._clients.client_for(endpoint), request.registry, request.settings, request.options,
                         request.chat.conversation, request.require_approval, early=request.early)
         if not self.runs.begin(session, run):
             raise SessionBusy("an answer is still streaming: stop it first")
         return run.start()
-
-    @staticmethod
-    def _unsent(request: AnswerRequest, note: ChatNote) -> ChatNote:
-        if request.early is not None:
-            request.early.cancel()
-        return note
 
     def answer(self, session: str, request: AnswerRequest) -> Iterator[AnswerUpdate]:
         """Start an answer and follow it through its phases (see AnswerUpdate); SessionBusy comes from the

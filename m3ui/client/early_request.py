@@ -1,9 +1,10 @@
 """A chat request sent before its answer is asked for: the answer takes it only when it asks for exactly the same.
 
-Why: a click on Send reaches the answer's handler through Gradio's page script and queue 60-80 ms later (measured,
-bench_chat_stream); the page also tells the server at once, and the request it will make is sent then, so the
-engine's prefill runs meanwhile. The answer's own request is compared with it, whole (model, messages, sampling,
-tools): the same one takes the response already on its way, any other difference cancels it and sends its own.
+Why: a click on Send reaches the answer's handler through Gradio's page script and queue 60-80 ms later
+(measured with the browser's and the server's timestamps); the page also tells the server at once, and the request
+it will make is sent then, so the engine's prefill runs meanwhile. The answer's own request is compared with it,
+whole (model, messages, sampling, tools): the same one takes the response already on its way, any other difference
+cancels it and sends its own.
 A request nobody takes is cancelled after `EXPIRES_S`, so the engine always sees the disconnect and stops.
 """
 

@@ -236,7 +236,8 @@ class ChatController:
         page is unknown, the form is not what the page sends, the answer would not start)."""
         library = self._pages.get(page)
         text = form.get("text")
-        if library is None or not isinstance(text, str) or not clean_text(text).strip():
+        question = clean_text(text).strip() if isinstance(text, str) else ""
+        if library is None or not question:
             return False
         try:
             values = [form[name] for name in FORM]
@@ -246,7 +247,6 @@ class ChatController:
         keep_reasoning, system_prompt = values[5], values[6]
         if not isinstance(keep_reasoning, bool) or not isinstance(system_prompt, str):
             return False
-        question = clean_text(text).strip()
         chat = _asked(library, question, system_prompt)
         return self._runner.send_early(page, question, self._request(chat, settings, keep_reasoning, user))
 
