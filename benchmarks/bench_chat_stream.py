@@ -30,6 +30,7 @@ import collections
 import json
 import os
 import re
+import ssl
 import statistics
 import subprocess
 import sys
@@ -117,6 +118,7 @@ class Report:
     concurrent_direct_tok_s: float
     concurrent_ui_tok_s: float
     concurrent_ui_tail_ms: float  # median: the whole answer on the page -> its event's end (GPU hit-rate note)
+    concurrent_ui_asked_early: int  # UI answers whose engine request went out at the click (of sessions * rounds)
     sessions: int
     app_cpu_ms_per_token: float  # above idle, while the UI sessions streamed
     app_cpu_ms_per_token_total: float  # idle share included
@@ -179,7 +181,8 @@ class Report:
             f"concurrency     {self.concurrent_ui_tok_s:7.0f} tok/s for {self.sessions} UI sessions vs "
             f"{self.concurrent_direct_tok_s:.0f} tok/s for {self.sessions} direct clients: "
             f"{self.concurrency_ratio:.1%}  (target >= {CONCURRENT_TARGET:.0%}), each session until its page had the "
-            f"whole answer; {self.concurrent_ui_tail_ms:.0f} ms more (median) until its GPU hit-rate note",
+            f"whole answer, {self.concurrent_ui_asked_early} of them sent to the engine at the click; "
+            f"{self.concurrent_ui_tail_ms:.0f} ms more (median) until its GPU hit-rate note",
             f"app CPU         {self.app_cpu_ms_per_token:7.3f} ms per streamed token above idle (target <= "
             f"{APP_CPU_TARGET_MS} ms); {self.app_cpu_ms_per_token_total:.3f} ms with the idle app's "
             f"{self.app_idle_cpu_percent:.1f}% of a core",
@@ -354,26 +357,39 @@ def total_rate(sessions: list[Session | None], rounds: int = 1) -> float:
 
 
 class UiSessions:
-    """Browser sessions as a page runs them: a Gradio API client each, and for each question the page's live
-    channel, opened as the question is sent; they send one question and wait for the whole answer."""
+    """Browser sessions as a page runs them: a Gradio API client each, which loads the page's chats with the page's
+    live ticket as the page does when it opens; for each question, what the page's click does (assets/js/live.js):
+    the live channel opened and the question said to the server at once (m3ui.live.early_ask), then the answer
+    asked for through Gradio. They send one question and wait for the whole answer."""
 
     def __init__(self, app_url: str, count: int) -> None:
         from gradio_client import Client
 
+        # gradio_client makes a new httpx client for every request it sends, and each loads the CA certificates
+        # (~30 ms of CPU): 16 sessions asking at once spent up to 1.4 s of this process's GIL on that before their
+        # questions reached the app (server stamps), a cost no browser has. One TLS context for all of them (it
+        # goes to httpx's `verify` as it is).
+        tls = ssl.create_default_context()
         with ThreadPoolExecutor(16) as pool:
-            self._clients = list(pool.map(lambda _: Client(app_url, verbose=False, download_files=False),
-                                          range(count)))
+            self._clients = list(pool.map(
+                lambda _: Client(app_url, verbose=False, download_files=False, ssl_verify=tls),  # type: ignore[arg-type]
+                range(count)))
         self._url = app_url
         self._tickets = [page_ticket() for _ in range(count)]
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(lambda i: self._clients[i].predict(None, self._tickets[i], api_name="/load"), range(count)))
         self._http = channel_client()  # one for all, as a browser keeps its connections
         self.tails_s: list[float] = []  # from the whole answer on the page to the end of its event
+        self.asked_early = 0  # questions whose engine request the app sent at the click
 
     def ask(self, i: int, prompt: str) -> Ended:
         """The answer's tokens, and when the page had all of them (else when the event ended)."""
         channel = LiveReader(self._url, self._tickets[i], wait=False, http=self._http, watch=ANSWER_STATS)
-        outputs = self._clients[i].predict(text=prompt, thinking_mode="disabled", temperature=0.6, top_p=0.95,
-                                           max_tokens=8192, stall_seconds=60, keep_reasoning=False,
-                                           system_prompt="", live_ticket=self._tickets[i], api_name="/send")
+        form = {"thinking_mode": "disabled", "temperature": 0.6, "top_p": 0.95, "max_tokens": 8192,
+                "stall_seconds": 60, "keep_reasoning": False, "system_prompt": ""}
+        said = self._http.post(f"{self._url}/m3ui-live/{self._tickets[i]}/ask", json={"text": prompt, **form})
+        self.asked_early += said.status_code == 200 and said.json()["sent"]
+        outputs = self._clients[i].predict(text=prompt, **form, live_ticket=self._tickets[i], api_name="/send")
         ended = time.monotonic()
         channel.join()
         shown = channel.watched_at or ended
@@ -393,6 +409,7 @@ class ConcurrencyFigures:
     app_cpu_ms_per_token_total: float
     app_idle_cpu_percent: float
     ui_tail_ms: float  # median time from the whole answer on the page to the end of its event
+    ui_asked_early: int
 
 
 def measure_concurrency(app_url: str, app: psutil.Process, engine_url: str, sessions: int, answer_tokens: int,
@@ -418,7 +435,7 @@ def measure_concurrency(app_url: str, app: psutil.Process, engine_url: str, sess
     tokens = sum(s.tokens for s in streamed if s is not None)
     return ConcurrencyFigures(total_rate(direct, rounds), total_rate(streamed, rounds),
                               (cpu_s - idle_rate * elapsed) * 1000 / tokens, cpu_s * 1000 / tokens, idle_rate * 100,
-                              statistics.median(ui.tails_s) * 1000)
+                              statistics.median(ui.tails_s) * 1000, ui.asked_early)
 
 
 def measure_fairness(app_url: str, sessions: int, answer_tokens: int) -> tuple[int, float]:
@@ -491,7 +508,7 @@ def main(argv: list[str] | None = None) -> int:
         completed, fairness = measure_fairness(app.url, args.many_sessions, args.many_session_tokens)
     report = Report(page.engine_tok_s, page.shown_tok_s, page.tokens, page.browser_cpu_ms_per_1000_tokens,
                     page.ttft_direct_ms, page.ttft_ui_ms, load.direct_tok_s, load.ui_tok_s, load.ui_tail_ms,
-                    args.sessions,
+                    load.ui_asked_early, args.sessions,
                     load.app_cpu_ms_per_token, load.app_cpu_ms_per_token_total, load.app_idle_cpu_percent,
                     args.many_sessions, completed, fairness, psutil.cpu_count() or 0)
     print(report.render())
