@@ -5,12 +5,15 @@ the frames come through Gradio as before. The channel refuses what a page would 
 
 from __future__ import annotations
 
+import re
+
 import httpx
 import pytest
 from gradio_client import Client
 
-from tests.app_process import running_app
+from tests.app_process import RunningApp, running_app
 from tests.live_reader import LiveReader, page_ticket
+from tests.test_browser_chat import engine_counter
 
 QUESTION = "Count to 400"
 
@@ -34,6 +37,13 @@ def ask(client: Client, ticket: str = "") -> list:
     job = client.submit(QUESTION, "disabled", 0.6, 0.95, 4096, 60, False, "", ticket, api_name="/send")
     job.result()
     return [outputs[-1] for outputs in job.outputs()]  # (outbox, chatbot): the States stay on the server
+
+
+def engine_url(app: RunningApp) -> str:
+    command = next(app.data_dir.glob("runs/*/command.sh")).read_text()
+    port = re.search(r"--port (\d+)", command)
+    assert port, command
+    return f"http://127.0.0.1:{port.group(1)}"
 
 
 def texts(messages: list) -> list[str]:
@@ -98,3 +108,22 @@ def test_a_question_said_at_the_click_is_taken_only_as_a_page_says_it(app):
         too_long = http.post(f"/m3ui-live/{page_ticket()}/ask", json={**form, "text": "x" * (2 * 1024 * 1024)})
         assert too_long.status_code == 413
         assert http.get(f"/m3ui-live/{page_ticket()}/ask").status_code in (404, 405)
+
+
+def test_a_page_that_says_its_question_at_the_click_gets_it_answered_from_one_engine_request(app, client):
+    """What a page does (assets/js/live.js): it loads its chats with its ticket, and at the click says the question
+    (m3ui.live.early_ask) before Gradio delivers it; the answer takes the request that went out then."""
+    ticket = page_ticket()
+    client.predict(None, ticket, api_name="/load")
+    engine = engine_url(app)
+    before = engine_counter(engine, "num_requests_total")
+    form = {"thinking_mode": "disabled", "temperature": 0.6, "top_p": 0.95, "max_tokens": 4096, "stall_seconds": 60,
+            "keep_reasoning": False, "system_prompt": ""}
+    channel = LiveReader(app.url, ticket)
+    said = httpx.post(f"{app.url}/m3ui-live/{ticket}/ask", json={"text": QUESTION, **form}, trust_env=False)
+    assert said.status_code == 200 and said.json() == {"sent": True}
+    frames = ask(client, ticket)
+    channel.join()
+    assert "399, 400." in texts(frames[-1])[-1] and texts(channel.live) == texts(frames[-1])
+    assert engine_counter(engine, "num_requests_total") - before == 1  # the answer asked for none of its own
+    assert engine_counter(engine, "num_aborted_requests_total") == 0
