@@ -23,6 +23,7 @@ from m3ui.ui.admin.view import build_admin_app
 from m3ui.ui.chat_view import build_chat_tab
 from m3ui.ui.gradio_costs.absent_modules import mark_absent
 from m3ui.ui.gradio_costs.lazy_session_config import lazy_session_config
+from m3ui.ui.gradio_costs.progress_targets import untrack_hidden_progress
 from m3ui.ui.gradio_costs.queue_pacing import pace_queue
 from m3ui.ui.gradio_sessions import GradioSessions
 from m3ui.ui.header_view import build_header
@@ -62,6 +63,7 @@ def build_main_app(services: AppServices) -> gr.Blocks:
     # Gradio serializes each listener by default; a chat app must serve its users at once.
     demo.queue(default_concurrency_limit=None)
     pace_queue(demo)
+    untrack_hidden_progress(demo)
     return demo
 
 
@@ -85,6 +87,7 @@ def build_asgi_app(services: AppServices) -> fastapi.FastAPI:
         admin = build_admin_app(services)
         admin.queue(default_concurrency_limit=None)
         pace_queue(admin)
+        untrack_hidden_progress(admin)
         admin_files.append(private_file_cache(app, admin))
         gr.mount_gradio_app(app, admin, path=ADMIN_PATH, css=css, head=head, allowed_paths=admin_files, **mounted,
                             auth=off_the_loop(policy.check_admin_login) if policy.admin_login else None,

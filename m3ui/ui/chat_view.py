@@ -224,10 +224,11 @@ def _wire(ui: ChatTabUI, chat: ChatController, live_slots: LiveSlots) -> None:
     # A save that lands while a sync is on its way gets a sync of its own after it (Gradio would drop the click).
     ui.sync.click(chat.sync, [ui.library, ui.browser], view, js=SYNC_BROWSER_JS, trigger_mode="always_last", **quick)
     ui.drawer.click(None, None, None, js=TOGGLE_DRAWER_JS)
-    ui.greedy.click(lambda: GREEDY_TEMPERATURE, None, ui.temperature, queue=False)
+    instant = {"queue": False, "show_progress": "hidden"}
+    ui.greedy.click(lambda: GREEDY_TEMPERATURE, None, ui.temperature, **instant)
     ui.defaults.click(lambda: (DEFAULTS.thinking_mode, DEFAULTS.temperature, DEFAULTS.top_p, DEFAULTS.max_tokens,
                                DEFAULTS.stall_seconds),
-                      None, [ui.thinking_mode, ui.temperature, ui.top_p, ui.max_tokens, ui.stall_seconds], queue=False)
+                      None, [ui.thinking_mode, ui.temperature, ui.top_p, ui.max_tokens, ui.stall_seconds], **instant)
     page = Context.root_block
     if page is not None:  # the saved chats come back when the page (re)loads
-        page.load(chat.load, [ui.browser, ui.legacy, live_slots.ticket], view, js=READ_BROWSER_JS, queue=False)
+        page.load(chat.load, [ui.browser, ui.legacy, live_slots.ticket], view, js=READ_BROWSER_JS, **instant)
