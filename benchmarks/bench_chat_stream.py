@@ -363,7 +363,7 @@ class UiSessions:
             list(pool.map(lambda i: self._clients[i].predict(None, self._tickets[i], api_name="/load"), range(count)))
         self._http = channel_client()  # one for all, as a browser keeps its connections
         self.tails_s: list[float] = []  # from the whole answer on the page to the end of its event
-        self.asked_early = 0  # questions whose engine request the app sent at the click
+        self.sent_early: list[bool] = []  # for each question: whether the app sent its engine request at the click
 
     def ask(self, i: int, prompt: str) -> Ended:
         """The answer's tokens, and when the page had all of them (else when the event ended)."""
@@ -371,7 +371,7 @@ class UiSessions:
         form = {"thinking_mode": "disabled", "temperature": 0.6, "top_p": 0.95, "max_tokens": 8192,
                 "stall_seconds": 60, "keep_reasoning": False, "system_prompt": ""}
         said = self._http.post(f"{self._url}/m3ui-live/{self._tickets[i]}/ask", json={"text": prompt, **form})
-        self.asked_early += said.status_code == 200 and said.json()["sent"]
+        self.sent_early.append(said.status_code == 200 and said.json()["sent"] is True)
         outputs = self._clients[i].predict(text=prompt, **form, live_ticket=self._tickets[i], api_name="/send")
         ended = time.monotonic()
         channel.join()
@@ -418,7 +418,7 @@ def measure_concurrency(app_url: str, app: psutil.Process, engine_url: str, sess
     tokens = sum(s.tokens for s in streamed if s is not None)
     return ConcurrencyFigures(total_rate(direct, rounds), total_rate(streamed, rounds),
                               (cpu_s - idle_rate * elapsed) * 1000 / tokens, cpu_s * 1000 / tokens, idle_rate * 100,
-                              statistics.median(ui.tails_s) * 1000, ui.asked_early)
+                              statistics.median(ui.tails_s) * 1000, sum(ui.sent_early))
 
 
 def measure_fairness(app_url: str, sessions: int, answer_tokens: int) -> tuple[int, float]:
