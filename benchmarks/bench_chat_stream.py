@@ -431,14 +431,16 @@ def measure_fairness(app_url: str, sessions: int, answer_tokens: int) -> tuple[i
 
 
 def start_profile(pid: int, path: Path) -> subprocess.Popen[bytes]:
+    """py-spy on the app, sampling only the thread that holds the GIL (the app's CPU is a fifth of a core or less:
+    at 500 a second that is still only ~100 busy samples a second; py-spy's own CPU slows the round it profiles)."""
     spy = subprocess.Popen([str(Path(sys.executable).parent / "py-spy"), "record", "--pid", str(pid),
-                            "--output", str(path), "--format", "raw", "--rate", "100", "--nonblocking", "--threads"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            "--output", str(path), "--format", "raw", "--rate", "500", "--nonblocking", "--threads",
+                            "--gil"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1.0)  # attached
     return spy
 
 
-# Leaf frames of a thread that waits (py-spy's --nonblocking samples cannot tell idle threads apart).
+# Leaf frames of a thread that is about to wait (caught just before it let the GIL go).
 WAITING = ("select (selectors", "wait (threading", "read (httpcore", "sleep", "_wait_for_tstate_lock", "poll (")
 PROFILE_GROUPS = {  # the first that matches a sample's stack names its group
     "Gradio: a new component object per gr.skip()/gr.update() output": ("updateable.<locals>.wrapper",),
@@ -450,6 +452,7 @@ PROFILE_GROUPS = {  # the first that matches a sample's stack names its group
     "m3ui chat session and rendering": ("m3ui/chat_session/", "m3ui/ui/chat"),
     "monitor sampler": ("m3ui/monitor",),
     "supervisor and its health probes": ("launch/",),
+    "event loop: HTTP writes, the live channel": ("asyncio/", "uvicorn/", "starlette/", "anyio/", "m3ui/live/"),
 }
 
 

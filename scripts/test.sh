@@ -15,7 +15,8 @@ fi
 .venv/bin/python -m tests.provision
 export GRADIO_ANALYTICS_ENABLED=False HF_HUB_OFFLINE=1 PYTHONDONTWRITEBYTECODE=1
 .venv/bin/ruff check .
-.venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+# -rfER: failures, errors and the browser tests that passed only on a rerun are named in the summary
+.venv/bin/python -m pytest -q -rfER -p no:cacheprovider "$@"
 if [ -d benchmarks ] && [ $# -eq 0 ]; then
   for bench in benchmarks/bench_*.py; do
     [ -e "$bench" ] || continue
