@@ -7,7 +7,7 @@
 2. Time to first token the UI adds: click Send -> first answer text on screen, against a direct openai-SDK
    request for the same messages, taken in turns (medians; both paths hit the engine's prefix cache alike).
 3. Concurrency: 16 browser sessions (Gradio API clients, one session each, with the page's live channel)
-   streaming at once, total tokens per second, against 16 direct openai-SDK streams at once, in turns (two rounds
+   streaming at once, total tokens per second, against 16 direct openai-SDK streams at once, in turns (three rounds
    each). A session ends when its page has the whole answer (the channel's frame with the answer's stats line), as
    a direct stream ends at its last token; what the event does after that (the answer's GPU hit rate, which waits
    for an expert-recorder dump) is printed apart, as the tail. And the app's CPU per streamed token meanwhile, above
@@ -479,7 +479,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--history", type=int, default=20, help="earlier messages before the long answer")
     parser.add_argument("--sessions", type=int, default=16)
     parser.add_argument("--session-tokens", type=int, default=600, help="answer length per concurrent session")
-    parser.add_argument("--rounds", type=int, default=2, help="direct and UI rounds of the sessions, in turns")
+    parser.add_argument("--rounds", type=int, default=3, help="direct and UI rounds of the sessions, in turns")
     parser.add_argument("--many-sessions", type=int, default=64)
     parser.add_argument("--many-session-tokens", type=int, default=200)
     parser.add_argument("--ttft-runs", type=int, default=9)
