@@ -49,10 +49,10 @@ from launch.supervisor import EngineState, Supervisor  # noqa: E402
 from m3ui.chat_session import AnswerRequest, AnswerUpdate, ChatRunner  # noqa: E402
 from m3ui.client import ChatClient, EndpointConfig, Finished, GenerationSettings  # noqa: E402
 from m3ui.conversation import Conversation  # noqa: E402
-from m3ui.conversation_store import SavedChat, new_chat  # noqa: E402
+from m3ui.conversation.library import SavedChat, new_chat  # noqa: E402
 from m3ui.engine_link import EngineLink  # noqa: E402
 from m3ui.services import simulated_settings  # noqa: E402
-from m3ui.ui.chat_controls import chat_endpoint  # noqa: E402
+from m3ui.ui.chat.controls import chat_endpoint  # noqa: E402
 from tests.app_process import FAST_SIM_ENV, free_port, running_app  # noqa: E402
 
 TIME_LIMIT_S = 60.0

@@ -29,7 +29,7 @@ from m3ui.accounts import AccountStore  # noqa: E402
 from m3ui.accounts.server_chats import ServerChats  # noqa: E402
 from m3ui.accounts.sqlite_db import DB_FILE_NAME  # noqa: E402
 from m3ui.conversation import AssistantTurn, Conversation  # noqa: E402
-from m3ui.conversation_store import new_chat  # noqa: E402
+from m3ui.conversation.library import new_chat  # noqa: E402
 
 TURNS = 1000
 SESSIONS = 32

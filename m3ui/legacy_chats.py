@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from m3ui.conversation_store import MAX_CHATS, SavedChat, chat_from_record
+from m3ui.conversation.library import MAX_CHATS, SavedChat, chat_from_record
 
 LEGACY_STORAGE_KEY = "m3ui-chats-v1"
 LEGACY_VERSION = 1

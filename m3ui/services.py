@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from launch.command import Engine
+from launch.last_good import LastGood
 from launch.model_config import BUNDLED_M3_CONFIG
 from launch.preflight import LaunchPlan, free_port
 from launch.presets import preset, with_expert_monitoring
@@ -20,13 +21,12 @@ from launch.supervisor import EngineState, Supervisor
 from m3ui.access import AccessPolicy
 from m3ui.accounts.meter import AnswerMeter
 from m3ui.accounts.usage import UsageLedger
-from m3ui.admin.last_good import LastGood
 from m3ui.engine_link import EngineLink
 from m3ui.live.early_ask import StartEarly
 from m3ui.live.feed import LiveFeeds
 from m3ui.live.frame_diff import LiveFrame
 from m3ui.monitor.fleet import FleetMonitor
-from m3ui.monitor_service import MonitorService
+from m3ui.monitor.service import MonitorService
 
 if TYPE_CHECKING:
     from launch.fleet.supervisor import FleetSupervisor

@@ -11,7 +11,7 @@ import pytest
 from m3ui.accounts import AccountError, AccountStore
 from m3ui.accounts.server_chats import BRANCH_SUFFIX, ServerChats
 from m3ui.conversation import Conversation
-from m3ui.conversation_store import new_chat
+from m3ui.conversation.library import new_chat
 
 
 @pytest.fixture

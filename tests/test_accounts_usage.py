@@ -15,10 +15,10 @@ from m3ui.accounts.usage import DayUsage, UsageLedger
 from m3ui.chat_session import AnswerRequest
 from m3ui.client import GenerationSettings
 from m3ui.conversation import AssistantTurn, Conversation
-from m3ui.conversation_store import new_chat
+from m3ui.conversation.library import new_chat
 from m3ui.engine_link import EngineLink
 from m3ui.services import simulated_settings
-from m3ui.ui.chat_controls import link_runner
+from m3ui.ui.chat.controls import link_runner
 from m3ui.ui.usage_table import usage_chart, usage_table
 
 

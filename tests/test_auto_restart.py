@@ -9,12 +9,12 @@ import time
 import pytest
 
 from launch.command import Engine
+from launch.last_good import LastGood
 from launch.model_config import load_model_shape
 from launch.profile import Profile, ProfileError, profile_from_json, profile_to_json
 from launch.restart_policy import RestartPolicy, RestartPolicyError, policy_from_mapping
 from launch.settings import LaunchSettings
 from launch.supervisor import EngineState, Supervisor
-from m3ui.admin.last_good import LastGood
 from m3ui.engine_link import EngineLink
 from m3ui.services import simulated_settings
 from tests.test_supervisor import wait_for

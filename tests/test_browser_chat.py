@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import expect
 
 from m3ui.conversation import AssistantTurn, Conversation
-from m3ui.conversation_store import chat_record, new_chat
+from m3ui.conversation.library import chat_record, new_chat
 from tests.app_process import running_app
 from tests.browser import chromium_page
 

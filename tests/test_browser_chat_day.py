@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from m3ui.conversation_store import chat_record, new_chat
+from m3ui.conversation.library import chat_record, new_chat
 from tests.app_process import running_app
 from tests.browser import chromium_page
 from tests.test_browser_chat import (

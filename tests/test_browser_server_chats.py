@@ -13,7 +13,7 @@ import pytest
 
 from m3ui.accounts import AccountStore
 from m3ui.conversation import Conversation
-from m3ui.conversation_store import chat_record, new_chat
+from m3ui.conversation.library import chat_record, new_chat
 from tests.app_process import running_app
 from tests.browser import CHROMIUM, CHROMIUM_ARGS
 from tests.test_browser_accounts import sign_in

@@ -14,10 +14,10 @@ from launch.supervisor import Supervisor
 from m3ui.chat_session import AnswerRequest
 from m3ui.client import GenerationSettings
 from m3ui.conversation import AssistantTurn, Conversation
-from m3ui.conversation_store import new_chat
+from m3ui.conversation.library import new_chat
 from m3ui.engine_link import EngineLink
 from m3ui.services import simulated_settings
-from m3ui.ui.chat_controls import link_runner
+from m3ui.ui.chat.controls import link_runner
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from m3ui.access import AccessPolicy
 from m3ui.accounts import AccountStore
 from m3ui.accounts.server_chats import BRANCH_SUFFIX, ServerChats
 from m3ui.conversation import Conversation
-from m3ui.conversation_store import ChatLibrary, chat_record, new_chat
+from m3ui.conversation.library import ChatLibrary, chat_record, new_chat
 from m3ui.services import AppServices
 from m3ui.ui.account_chats import AccountChats
 from m3ui.ui.app_view import build_main_app

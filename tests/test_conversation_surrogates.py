@@ -10,9 +10,9 @@ import orjson
 from m3ui.chat_session import transcript
 from m3ui.client import ChatClient, ContentDelta, EndpointConfig, GenerationSettings, ReasoningDelta, ToolCall
 from m3ui.conversation import AssistantTurn, Conversation, ToolTurn, from_json, to_json, to_markdown
-from m3ui.conversation_store import new_chat
+from m3ui.conversation.library import new_chat
 from m3ui.tools import ToolResult
-from m3ui.ui.chat_render import render
+from m3ui.ui.chat.render import render
 from tests.sse_replay import DONE, ReplayServer, SseReply, chunk
 
 LONE = "x \ud83d y"

@@ -14,8 +14,8 @@ from launch.placement_plan.predict import Hardware
 from launch.placement_plan.prompts import builtin_mix
 from launch.presets import single_gpu
 from launch.sim.routing import RoutingModel, topic_key
-from m3ui.experts.placement_advice import AdviceCache, PlacementAdvice, advise, model_shape_for
 from m3ui.experts.window import ExpertSlice, ExpertWindow
+from m3ui.placement.advice import AdviceCache, PlacementAdvice, advise, model_shape_for
 from m3ui.ui.monitor.placement_html import placement_panel
 
 M3 = load_model_shape(None)

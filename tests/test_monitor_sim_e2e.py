@@ -19,9 +19,9 @@ from launch.command import Engine
 from launch.model_config import load_model_shape
 from launch.supervisor import Supervisor
 from m3ui.engine_link import EngineLink
-from m3ui.experts.placement_advice import advise_snapshot
 from m3ui.monitor.sampler import SamplerConfig
-from m3ui.monitor_service import MonitorService
+from m3ui.monitor.service import MonitorService
+from m3ui.placement.advice import advise_snapshot
 from m3ui.services import simulated_settings
 from m3ui.ui.monitor.engine_html import headline
 from m3ui.ui.monitor.experts_html import experts_panel

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from launch.supervisor import Supervisor
 from m3ui.engine_link import FLEET_ROUTER, EngineLink
-from m3ui.monitor_service import WatchedEngine, watched_engine
+from m3ui.monitor.service import WatchedEngine, watched_engine
 from tests.sim_process import free_port, running_sim, sim_settings
 from tests.test_supervisor import wait_for
 

@@ -15,10 +15,10 @@ from launch.model_config import load_model_shape
 from launch.placement import gpu_expert_mask
 from launch.supervisor import Supervisor
 from m3ui.engine_link import EngineLink
-from m3ui.experts.placement_advice import PlacementAdvice, advise_snapshot
-from m3ui.experts.placement_trial import PlacementTrial
 from m3ui.monitor.sampler import SamplerConfig
-from m3ui.monitor_service import MonitorService
+from m3ui.monitor.service import MonitorService
+from m3ui.placement.advice import PlacementAdvice, advise_snapshot
+from m3ui.placement.trial import PlacementTrial
 from m3ui.services import simulated_settings
 from m3ui.ui.monitor.placement_html import trial_card
 from tests.monitor_sims import PACED_FAST, chat

@@ -11,6 +11,7 @@ import pytest
 
 from launch.command import Engine, build_command, masked_argv
 from launch.config_file import merge_config_file, secret_config_path, write_secret_config
+from launch.last_good import LastGood
 from launch.preflight import free_port
 from launch.profile import Profile, ProfileStore
 from launch.run_state import RunState, state_path, write_run_state
@@ -20,7 +21,6 @@ from launch.supervisor import EngineState, Supervisor
 from m3ui.access import AccessPolicy
 from m3ui.admin.form import form_values, read_form
 from m3ui.admin.host import HostSurvey
-from m3ui.admin.last_good import LastGood
 from m3ui.admin.log_view import export_log
 from m3ui.admin.model_info import ModelShapes
 from m3ui.admin.review import KEY_ON_ARGV, review_form

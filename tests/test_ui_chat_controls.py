@@ -5,7 +5,7 @@ from __future__ import annotations
 import gradio as gr
 import pytest
 
-from m3ui.ui.chat_controls import settings_from_form
+from m3ui.ui.chat.controls import settings_from_form
 
 
 def test_the_stall_limit_comes_from_the_form_or_defaults():

@@ -17,7 +17,7 @@ from m3ui.chat_session.early_starts import EarlyStarts
 from m3ui.client import ChatClient, EndpointConfig, GenerationSettings
 from m3ui.client.early_request import EarlyRequest
 from m3ui.client.events import ContentDelta, Finished
-from m3ui.conversation_store import ChatLibrary
+from m3ui.conversation.library import ChatLibrary
 from m3ui.ui.chat.controller import FORM, ChatController
 from m3ui.ui.chat.following import LIVE_SLOTS
 from m3ui.ui.chat.view_slots import SLOTS

@@ -10,7 +10,7 @@ import pytest
 
 from m3ui.chat_session import ChatRunner
 from m3ui.client import EndpointConfig
-from m3ui.conversation_store import ChatLibrary
+from m3ui.conversation.library import ChatLibrary
 from m3ui.ui.chat.controller import ChatController
 from m3ui.ui.chat.following import LIVE_SLOTS
 from m3ui.ui.chat.view_slots import SLOTS
@@ -131,7 +131,7 @@ def test_stop_from_another_request_ends_the_answer_with_the_text_so_far():
 def test_streaming_listeners_have_no_concurrency_limit_of_one(tmp_path):
     from m3ui.access import AccessPolicy
     from m3ui.services import AppServices
-    from m3ui.ui.chat_view import build_chat_tab
+    from m3ui.ui.chat.view import build_chat_tab
     from m3ui.ui.tools_view import build_tools_tab
 
     services = AppServices.create(tmp_path, AccessPolicy.from_env("127.0.0.1", None))

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from m3ui.chat_session import CallView, QuestionView, StepView
 from m3ui.client import StreamStats, ToolCall
-from m3ui.conversation_store import ChatNote
+from m3ui.conversation.library import ChatNote
 from m3ui.tools import ToolResult
-from m3ui.ui.chat_render import WAITING_TITLE, render
+from m3ui.ui.chat.render import WAITING_TITLE, render
 
 STATS = StreamStats(0.42, 3.14, 38.46, 812, 240, 9.0)
 

@@ -19,7 +19,7 @@ from m3ui.chat_session import (
 )
 from m3ui.client import ChatClient, EndpointConfig, GenerationSettings
 from m3ui.conversation import AssistantTurn, Conversation, LoopFinished, LoopOptions, ToolTurn, UserTurn
-from m3ui.conversation_store import new_chat
+from m3ui.conversation.library import new_chat
 from m3ui.tools import builtin_registry
 from tests.sse_replay import (
     DONE,

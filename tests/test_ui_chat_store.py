@@ -10,7 +10,7 @@ import pytest
 
 from m3ui.client import StreamStats, ToolCall
 from m3ui.conversation import AssistantTurn, Conversation, ToolTurn
-from m3ui.conversation_store import (
+from m3ui.conversation.library import (
     DEFAULT_TITLE,
     EXPORT_MAX_CHARS,
     ChatLibrary,

@@ -13,7 +13,7 @@ import pytest
 from m3ui.chat_session import EXAMPLE_CUSTOM_TOOL, ChatRunner
 from m3ui.client import EndpointConfig
 from m3ui.conversation import ToolTurn
-from m3ui.conversation_store import new_chat
+from m3ui.conversation.library import new_chat
 from m3ui.tools import builtin_tools
 from m3ui.ui.tools_view import UNCHANGED, ToolsController, _layout
 from tests.sse_replay import ReplayServer, answer_reply, tool_calls_reply

@@ -1,4 +1,4 @@
-// The Chat tab's page script (m3ui/ui/chat_view.py calls window.m3uiChats):
+// The Chat tab's page script (m3ui/ui/chat/view.py calls window.m3uiChats):
 // - saved chats: one localStorage key per chat. A record is written only over the version it was made from
 //   (its "base" hash); when another page of this browser changed that chat meanwhile, ours is kept as a copy.
 //   Either way nothing any page wrote is lost. A change by another page makes this page merge them in (sync).

@@ -1,7 +1,7 @@
 // The page's live channel (m3ui/live): while an answer streams, its frames come here instead of through
 // Gradio's queue, and are shown by the Chatbot itself: each frame clicks a hidden button whose browser-only
 // event (m3ui/ui/chat/live_view.py) hands the Chatbot its value with the live messages put in. The page draws
-// its ticket once and sends it with every answer it asks for; it opens the channel when it asks (chat_view's
+// its ticket once and sends it with every answer it asks for; it opens the channel when it asks (ui/chat/view.py's
 // ASK_JS / BUSY_JS) and the server ends it with the answer, so no connection is held between answers.
 // Without an open channel the server sends the answer's frames through Gradio as before.
 (() => {

@@ -3,7 +3,7 @@
 Every query names the user: a chat id of another user is simply not found (no error tells it exists). Each save
 says which revision it was made from; a save from an older revision (another tab or device saved meanwhile) is
 never dropped and never overwrites: it is kept as a new chat, a branch, beside the one it diverged from.
-Chats are stored as the browser stores them (m3ui.conversation_store.chat_record), so import and export share
+Chats are stored as the browser stores them (m3ui.conversation.library.chat_record), so import and export share
 one format. Bounded: a chat's record and a user's number of chats have limits.
 """
 
@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, replace
 
 from m3ui.accounts.store import AccountError, AccountStore
-from m3ui.conversation_store import CHAT_ID, SavedChat, chat_from_record, chat_record
+from m3ui.conversation.library import CHAT_ID, SavedChat, chat_from_record, chat_record
 
 MAX_RECORD_CHARS = 4_000_000
 MAX_CHATS_PER_USER = 5_000

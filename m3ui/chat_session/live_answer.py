@@ -29,7 +29,7 @@ from m3ui.conversation import (
     ToolExecutionFinished,
     ToolExecutionStarted,
 )
-from m3ui.conversation_store import ChatNote, SavedChat
+from m3ui.conversation.library import ChatNote, SavedChat
 
 RETRY_HINT = "Your message is kept: press Regenerate to try again."
 AFTER_RESTART_HINT = "Your message is kept: press Regenerate once the engine is ready again."

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import weakref
 
-from m3ui.conversation_store import ChatLibrary
+from m3ui.conversation.library import ChatLibrary
 
 
 class PageLibraries:

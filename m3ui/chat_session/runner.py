@@ -19,7 +19,7 @@ from m3ui.chat_session.worker_lost import WorkerLost
 from m3ui.client import EndpointConfig, ErrorKind, GenerationSettings
 from m3ui.client.early_request import EarlyRequest
 from m3ui.conversation import LoopOptions, ToolLoop
-from m3ui.conversation_store import ChatNote, SavedChat
+from m3ui.conversation.library import ChatNote, SavedChat
 from m3ui.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)

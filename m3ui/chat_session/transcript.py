@@ -9,7 +9,7 @@ from typing import Literal
 
 from m3ui.client.events import FinishReason, StreamStats, ToolCall
 from m3ui.conversation import AssistantTurn, ToolTurn, UserTurn
-from m3ui.conversation_store import ChatNote, SavedChat
+from m3ui.conversation.library import ChatNote, SavedChat
 from m3ui.tools.result import ToolResult
 
 TOO_FEW_FOR_RATE = "— tok/s"  # too few tokens to time the decode

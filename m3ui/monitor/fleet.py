@@ -24,8 +24,8 @@ from m3ui.monitor.engine import EngineSnapshot, EngineSource
 from m3ui.monitor.engine_parse import EngineLoad, EngineRates
 from m3ui.monitor.experts import ExpertSnapshot, ExpertSource
 from m3ui.monitor.sampler import SamplerConfig
+from m3ui.monitor.service import WatchedEngine, target_for
 from m3ui.monitor.target import MonitorTarget
-from m3ui.monitor_service import WatchedEngine, target_for
 
 if TYPE_CHECKING:
     from launch.fleet.supervisor import FleetSupervisor

@@ -10,9 +10,9 @@ import gradio as gr
 
 from m3ui.accounts import AccountError
 from m3ui.accounts.server_chats import ServerChats
-from m3ui.conversation_store import EXPORT_MAX_CHARS
+from m3ui.conversation.library import EXPORT_MAX_CHARS
 from m3ui.services import AppServices
-from m3ui.ui.chat_view import DOWNLOAD_JS
+from m3ui.ui.chat.view import DOWNLOAD_JS
 
 CONFIRM_WORD = "DELETE"
 

@@ -20,7 +20,7 @@ from m3ui.owned_temp_dir import owned_temp_dir
 from m3ui.services import AppServices
 from m3ui.ui.account_view import build_account_tab
 from m3ui.ui.admin.view import build_admin_app
-from m3ui.ui.chat_view import build_chat_tab
+from m3ui.ui.chat.view import build_chat_tab
 from m3ui.ui.gradio_costs.absent_modules import mark_absent
 from m3ui.ui.gradio_costs.lazy_session_config import lazy_session_config
 from m3ui.ui.gradio_costs.progress_targets import untrack_hidden_progress

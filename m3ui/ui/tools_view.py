@@ -32,10 +32,10 @@ from m3ui.chat_session import (
 from m3ui.client import MAX_STALL_SECONDS, MIN_STALL_SECONDS, GenerationSettings
 from m3ui.conversation import LoopOptions
 from m3ui.conversation.export import fenced
-from m3ui.conversation_store import SavedChat, new_chat
+from m3ui.conversation.library import SavedChat, new_chat
 from m3ui.services import AppServices
 from m3ui.tools import CustomToolError, builtin_tools
-from m3ui.ui.chat_controls import (
+from m3ui.ui.chat.controls import (
     STREAMING_LISTENER,
     chat_runner,
     clean_text,
@@ -43,7 +43,7 @@ from m3ui.ui.chat_controls import (
     settings_from_form,
     thinking_mode_radio,
 )
-from m3ui.ui.chat_render import pretty_json, render
+from m3ui.ui.chat.render import pretty_json, render
 
 DEFAULT_OPTIONS = LoopOptions()
 DEFAULT_SETTINGS = GenerationSettings()

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import gradio as gr
 
 from m3ui.admin.console import AdminConsole, Outcome
-from m3ui.experts.placement_advice import AdviceCache, PlacementAdvice, advise_snapshot
-from m3ui.experts.placement_trial import PlacementTrial
+from m3ui.placement.advice import AdviceCache, PlacementAdvice, advise_snapshot
+from m3ui.placement.trial import PlacementTrial
 from m3ui.ui.admin.guard import AdminGuard
 from m3ui.ui.admin.markup import outcome_html
 from m3ui.ui.monitor.placement_html import placement_panel, trial_card

@@ -11,7 +11,7 @@ import gradio as gr
 from gradio.context import Context
 
 from m3ui.accounts import AccountError
-from m3ui.conversation_store import MAX_CHATS, chat_from_record
+from m3ui.conversation.library import MAX_CHATS, chat_from_record
 from m3ui.ui.chat.server_library import ServerLibrary
 
 DECLINED_KEY = "m3ui-chats-import-declined"
@@ -39,7 +39,7 @@ class BrowserImport:
                                              "into your account?"
 
     def run(self, browser: object) -> dict[str, object]:
-        """Store the browser's chats on the server and hide the offer (the page then syncs: see chat_view)."""
+        """Store the browser's chats on the server and hide the offer (the page then syncs: see ui/chat/view.py)."""
         user = self.server.user()
         imported = 0
         try:

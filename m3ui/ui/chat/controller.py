@@ -19,15 +19,15 @@ from m3ui.chat_session.page_libraries import PageLibraries
 from m3ui.client import GenerationSettings
 from m3ui.client.early_request import EarlyRequest
 from m3ui.conversation import Conversation, LoopOptions
-from m3ui.conversation_store import ChatLibrary, ChatNote, SavedChat, export_documents
+from m3ui.conversation.library import ChatLibrary, ChatNote, SavedChat, export_documents
 from m3ui.legacy_chats import legacy_chats
 from m3ui.live.feed import TICKET
+from m3ui.ui.chat.controls import clean_text, session_key, settings_from_form
 from m3ui.ui.chat.following import Following, answer_frame, live_frame, live_values
 from m3ui.ui.chat.live_view import LivePage
+from m3ui.ui.chat.render import render
 from m3ui.ui.chat.server_library import ServerLibrary
 from m3ui.ui.chat.view_slots import SLOTS, VIEW_SIZE
-from m3ui.ui.chat_controls import clean_text, session_key, settings_from_form
-from m3ui.ui.chat_render import render
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ class ChatController:
             "title": chat.title,
             "system_prompt": chat.conversation.system_prompt,
             "message": gr.skip() if message is None else message,
-            # Send and Stop are the page's (chat_view.ASK_JS turns it busy) and `finish`'s (idle again): a library
+            # Send and Stop are the page's (ui/chat/view.py ASK_JS turns it busy) and `finish`'s (idle again): a library
             # action done while an answer streams (a search, a sync) must not make the page look idle.
             "send": gr.skip(),
             "stop": gr.skip(),

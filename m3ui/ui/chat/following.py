@@ -7,7 +7,7 @@ changes, `library`, a State (a skip of it costs nothing), and `outbox`, which sa
 answer in the browser. In between, frames set the outbox to None: its change event fires once (the page's storage
 script ignores a None), and a None costs Gradio nothing, where a gr.skip() made it build a new component each
 frame (0.36 ms). The page itself turns Send into Stop and moves the question out of the message box when it
-is clicked (ASK_JS / BUSY_JS in chat_view), and `finish`, chained after the stream, sets the rest of the view:
+is clicked (ASK_JS / BUSY_JS in ui/chat/view.py), and `finish`, chained after the stream, sets the rest of the view:
 the chat list, title, undo, export and the idle controls.
 """
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from m3ui.conversation_store import ChatLibrary, SavedChat
+from m3ui.conversation.library import ChatLibrary, SavedChat
 
 LIVE_SLOTS = ("library", "outbox", "chatbot")  # names of m3ui.ui.chat.view_slots
 

@@ -12,7 +12,7 @@ from m3ui.live.feed import LiveFeed, LiveFeeds
 from m3ui.live.frame_diff import LiveFrame
 
 TICKET_JS = "() => window.m3uiLive.ticket()"
-OPEN_JS = "window.m3uiLive.open()"  # a statement for the page's asking scripts (chat_view.ASK_JS, BUSY_JS)
+OPEN_JS = "window.m3uiLive.open()"  # a statement for the page's asking scripts (ASK_JS, BUSY_JS in ui/chat/view.py)
 APPLY_JS = "(shown) => window.m3uiLive.apply(shown)"
 
 

@@ -15,7 +15,7 @@ from gradio.context import LocalContext
 
 from m3ui.accounts import AccountError
 from m3ui.accounts.server_chats import ServerChats
-from m3ui.conversation_store import ChatLibrary, SavedChat
+from m3ui.conversation.library import ChatLibrary, SavedChat
 
 SIGNED_OUT = "Your chats are kept on the server for signed-in accounts: sign in again."
 STALE = -1  # a base revision no stored chat has: the save is kept as a branch

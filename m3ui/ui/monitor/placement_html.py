@@ -7,8 +7,8 @@ so the panel needs no stylesheet of its own.
 
 from __future__ import annotations
 
-from m3ui.experts.placement_advice import PlacementAdvice
-from m3ui.experts.placement_trial import TrialCard
+from m3ui.placement.advice import PlacementAdvice
+from m3ui.placement.trial import TrialCard
 from m3ui.ui.monitor.format import esc, note, notes
 
 STRATEGY_COLOURS = {"uniform": "#8a94a6", "frequency": "#00c8e6", "front-loading": "#f5a524", "random": "#c06cf0"}

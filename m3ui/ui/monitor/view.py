@@ -16,8 +16,8 @@ from typing import Any
 import gradio as gr
 from gradio.context import Context
 
-from m3ui.experts.placement_advice import AdviceCache, advise_snapshot
 from m3ui.monitor.sampler import MonitorHistory, MonitorSnapshot
+from m3ui.placement.advice import AdviceCache, advise_snapshot
 from m3ui.services import AppServices
 from m3ui.ui.monitor import frames
 from m3ui.ui.monitor.engine_html import engine_panel, headline

@@ -1,6 +1,6 @@
 """The Chat tab: streaming chat with M3's thinking modes, per-message stats, saved chats per browser, export.
 
-The source of truth is a ChatLibrary (m3ui.conversation_store) kept per page in gr.State and mirrored into the
+The source of truth is a ChatLibrary (m3ui.conversation.library) kept per page in gr.State and mirrored into the
 browser's localStorage, one record per chat, by the page script (assets/js/chat.js): the page's chats come
 from there at load, every change goes back as records in `outbox`, and a change made by another page of the
 same browser is merged in (`sync`). The Chatbot is only its rendering.
@@ -21,11 +21,11 @@ from m3ui.legacy_chats import LEGACY_STORAGE_KEY, legacy_secret
 from m3ui.services import AppServices
 from m3ui.ui.chat.browser_import import build_import_offer
 from m3ui.ui.chat.controller import FORM, ChatController
+from m3ui.ui.chat.controls import STREAMING_LISTENER, chat_runner, thinking_mode_radio
 from m3ui.ui.chat.following import LIVE_SLOTS
 from m3ui.ui.chat.live_view import OPEN_JS, LivePage, LiveSlots, build_live_slots
 from m3ui.ui.chat.server_library import ServerLibrary
 from m3ui.ui.chat.view_slots import SLOTS
-from m3ui.ui.chat_controls import STREAMING_LISTENER, chat_runner, thinking_mode_radio
 
 PLACEHOLDER = ("**Chat with MiniMax-M3**\n\nPick a thinking mode on the right. The reasoning streams into a block "
                "that folds away when the answer starts; each answer shows its timing and token counts.")

@@ -26,8 +26,8 @@ from m3ui.client.client import ChatClient
 from m3ui.client.events import Finished, StreamError
 from m3ui.client.settings import GenerationSettings
 from m3ui.engine_link import EngineLink
-from m3ui.experts.placement_advice import PlacementAdvice
-from m3ui.monitor_service import MonitorService
+from m3ui.monitor.service import MonitorService
+from m3ui.placement.advice import PlacementAdvice
 
 TrialState = Literal["idle", "before", "relaunching", "after", "done", "failed"]
 Relaunch = Callable[[LaunchSettings, Engine], tuple[bool, str]]  # (started, message): the admin's restart

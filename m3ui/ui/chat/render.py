@@ -17,7 +17,7 @@ import gradio as gr
 from m3ui.chat_session import CallStatus, CallView, QuestionView, StepView, TranscriptItem
 from m3ui.client.safe_text import safe_text
 from m3ui.conversation.export import fenced
-from m3ui.conversation_store import ChatNote, NoteKind
+from m3ui.conversation.library import ChatNote, NoteKind
 
 _CALL_LOG: dict[CallStatus, str] = {
     "receiving": "receiving arguments…",

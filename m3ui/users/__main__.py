@@ -1,0 +1,5 @@
+import sys
+
+from m3ui.accounts.cli import main
+
+sys.exit(main())
