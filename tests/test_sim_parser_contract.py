@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from launch.sim.answers import plan_reply
-from launch.sim.chat_route import raw_output
+from launch.sim.generation import raw_output
 from launch.sim.request import ChatRequest, to_conversation
 from launch.sim.tokens import tokenize
 from tests.sglang_wheel import SglangParsers, sglang_parsers  # noqa: F401  (fixture)
