@@ -69,14 +69,24 @@ class _MediaURL(BaseModel):
     url: str
 
 
+class _TiledMediaURL(_MediaURL):
+    max_dynamic_patch: int | None = None
+    min_dynamic_patch: int | None = None
+
+
+class _ImageURL(_TiledMediaURL):
+    detail: Literal["auto", "low", "high"] | None = "auto"
+
+
 class ChatCompletionMessageContentImagePart(BaseModel):
     type: Literal["image_url"]
-    image_url: _MediaURL
+    image_url: _ImageURL
+    modalities: Literal["image", "multi-images", "video"] | None = "image"
 
 
 class ChatCompletionMessageContentVideoPart(BaseModel):
     type: Literal["video_url"]
-    video_url: _MediaURL
+    video_url: _TiledMediaURL
 
 
 class ChatCompletionMessageContentAudioPart(BaseModel):
