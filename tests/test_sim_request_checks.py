@@ -102,6 +102,13 @@ def test_reasoning_effort_outside_low_medium_high_is_refused(sim: SimProcess, ef
              f"Unsupported reasoning_effort={effort!r} for this model. Expected one of: low, medium, high.")
 
 
+def test_reasoning_effort_given_as_reasoning_effort_is_checked_too(sim: SimProcess) -> None:
+    # protocol.ChatCompletionRequest.normalize_reasoning_inputs copies reasoning.effort into reasoning_effort.
+    _refused(sim, {"messages": HI, "reasoning": {"effort": "minimal"}},
+             "Unsupported reasoning_effort='minimal' for this model. Expected one of: low, medium, high.")
+    assert chat(sim.url, {"messages": HI, "reasoning": {"effort": "high"}}).status_code == 200
+
+
 @pytest.mark.parametrize("effort", ["low", "medium", "high"])
 def test_reasoning_effort_low_medium_and_high_are_accepted(sim: SimProcess, effort: str) -> None:
     assert chat(sim.url, {"messages": HI, "reasoning_effort": effort}).status_code == 200

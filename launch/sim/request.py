@@ -217,6 +217,18 @@ class ChatRequest(_Lenient):
 
     @model_validator(mode="before")
     @classmethod
+    def _normalize_reasoning_inputs(cls, values: Any) -> Any:
+        """protocol.py's normalize_reasoning_inputs: `reasoning: {"effort": ...}` sets reasoning_effort (its
+        `enabled` sets chat_template_kwargs.thinking, which M3's template does not read)."""
+        reasoning = values.get("reasoning")
+        if isinstance(reasoning, dict):
+            effort = reasoning.get("effort") or reasoning.get("reasoning_effort")
+            if isinstance(effort, str) and values.get("reasoning_effort") is None:
+                values["reasoning_effort"] = effort
+        return values
+
+    @model_validator(mode="before")
+    @classmethod
     def _set_json_schema(cls, values: Any) -> Any:
         """protocol.py's set_json_schema: a `schema` beside type json_schema becomes its json_schema."""
         response_format = values.get("response_format")
