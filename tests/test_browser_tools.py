@@ -157,3 +157,17 @@ def test_esc_stops_a_running_answer(page):
     page.keyboard.press("Escape")
     wait_answered(page)
     expect(page.locator("#m3-tools-chatbot")).to_contain_text("Stopped")
+
+
+def test_a_custom_tool_the_engine_would_refuse_is_refused_in_the_editor_with_the_reason(page):
+    # sglang-kt checks every offered tool's parameters against JSON Schema Draft 2020-12 and fails the whole
+    # chat otherwise (serving_chat._validate_request): the editor refuses such a tool before it is offered.
+    page.get_by_text("Custom tool (JSON schema + result template)").click()
+    editor = page.locator("#m3-custom-json .cm-content")
+    editor.fill('{"name": "count_items", "parameters": {"type": "object", "properties": '
+                '{"n": {"type": "int"}}}, "result_template": "$n items"}')
+    page.click("#m3-add-tool")
+    expect(page.get_by_text("the engine refuses this parameters schema")).to_be_visible()
+    expect(page.get_by_text("'int' is not valid under any of the given schemas")).to_be_visible()
+    expect(page.get_by_role("checkbox", name="count_items")).to_have_count(0)  # not offered to the model
+    expect(page.get_by_role("checkbox", name="get_weather")).to_have_count(1)

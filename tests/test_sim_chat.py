@@ -14,7 +14,7 @@ import pytest
 from openai import OpenAI
 
 from launch.sim.answers import SELF_DESCRIPTION, plan_reply
-from launch.sim.chat_route import raw_output
+from launch.sim.generation import raw_output
 from launch.sim.request import ChatRequest, to_conversation
 from launch.sim.tokens import tokenize
 from tests.sim_process import ROOT, SimProcess, free_port, running_sim, sim_settings, start_sim  # noqa: F401

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from launch.sim.answers import plan_reply
-from launch.sim.chat_route import raw_output
+from launch.sim.generation import raw_output
 from launch.sim.request import ChatRequest, to_conversation
 from launch.sim.tokens import tokenize
 from tests.sglang_wheel import SglangParsers, sglang_parsers  # noqa: F401  (fixture)
@@ -209,12 +209,14 @@ def _chunkings(text: str) -> dict[str, list[str]]:
 
 @pytest.mark.parametrize("name", list(MIRROR_TEXTS))
 @pytest.mark.parametrize("forced", [False, True])
+@pytest.mark.parametrize("stream_reasoning", [True, False])
 def test_the_reasoning_splitter_mirrors_sglang_increment_by_increment(
-        name: str, forced: bool, sglang_parsers: SglangParsers) -> None:  # noqa: F811
+        name: str, forced: bool, stream_reasoning: bool, sglang_parsers: SglangParsers) -> None:  # noqa: F811
     from launch.sim.reasoning_split import ReasoningSplitter
 
     for pieces in _chunkings(MIRROR_TEXTS[name]).values():
-        ours, theirs = ReasoningSplitter(forced), sglang_parsers.ReasoningParser("minimax-m3", True, forced)
+        ours = ReasoningSplitter(forced, stream_reasoning)
+        theirs = sglang_parsers.ReasoningParser("minimax-m3", stream_reasoning, forced)
         for piece in pieces:
             split = ours.feed(piece)
             reasoning, normal = theirs.parse_stream_chunk(piece)

@@ -8,9 +8,11 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from m3ui.tools import builtin_tools
 from m3ui.tools.clock import current_time
 from m3ui.tools.docs_search import DOCS_DIR, DocIndex, search_docs
 from m3ui.tools.units import convert_units
+from m3ui.tools.validate import parameters_problem
 from m3ui.tools.weather import get_weather
 
 
@@ -94,3 +96,9 @@ def test_search_says_so_when_nothing_matches_and_refuses_bad_top_k():
     assert search_docs("xyzzy plugh") == "No document matches 'xyzzy plugh'."
     with pytest.raises(ValueError, match="between 1 and 8"):
         search_docs("kt", top_k=50)
+
+
+def test_every_builtin_schema_is_one_the_engine_accepts():
+    # sglang-kt refuses the whole chat when any offered tool's parameters break JSON Schema Draft 2020-12.
+    assert {tool.name: parameters_problem(tool.parameters) for tool in builtin_tools()} == {
+        tool.name: None for tool in builtin_tools()}

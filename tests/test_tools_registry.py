@@ -168,6 +168,10 @@ def test_template_tool_fills_in_arguments_without_touching_attributes():
         ('{"name": "t", "parameters": {"type": "object"}, "result_template": "$"}', "bad placeholder"),
         ('{"name": "t"}', "lacks parameters, result_template"),
         ("{not json", "not valid JSON"),
+        ('{"name": "t", "parameters": {"type": "object", "properties": {"n": {"type": "int"}}}, '
+         '"result_template": "x"}', "engine refuses this parameters schema"),
+        ('{"name": "t", "parameters": {"type": "object", "properties": {"c": {"required": true}}}, '
+         '"result_template": "x"}', r"True is not of type 'array' \(at parameters\['properties'\]\['c'\]"),
     ],
 )
 def test_bad_custom_tool_definitions_are_refused_with_what_to_fix(definition, message):

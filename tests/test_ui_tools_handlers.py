@@ -3,6 +3,7 @@ sent back, approval through Approve/Deny clicks (separate requests), tool settin
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from dataclasses import replace
@@ -156,6 +157,21 @@ def test_a_broken_custom_tool_says_what_is_wrong_and_changes_nothing():
     with ReplayServer([]) as server:
         *unchanged, status = controller(server).add_tool((), NAMES, "auto", '{"name": "x"}')
     assert all(value == gr.skip() for value in unchanged) and status.startswith("⚠ tool definition lacks")
+
+
+@pytest.mark.parametrize(("parameters", "reason"), [
+    ({"type": "object", "properties": {"n": {"type": "int"}}},
+     "'int' is not valid under any of the given schemas (at parameters['properties']['n']['type'])"),
+    ({"type": "object", "properties": {"city": {"type": "string", "required": True}}},
+     "True is not of type 'array' (at parameters['properties']['city']['required'])"),
+])
+def test_a_custom_tool_the_engine_would_refuse_is_refused_with_the_engines_reason(parameters, reason):
+    # sglang-kt fails every chat that offers such a tool (serving_chat._validate_request, Draft 2020-12).
+    definition = json.dumps({"name": "t", "parameters": parameters, "result_template": "x"})
+    with ReplayServer([]) as server:
+        *unchanged, status = controller(server).add_tool((), NAMES, "auto", definition)
+    assert all(value == gr.skip() for value in unchanged)
+    assert status == f"⚠ the engine refuses this parameters schema (JSON Schema Draft 2020-12): {reason}"
 
 
 def test_stop_ends_a_tool_answer():

@@ -43,10 +43,11 @@ def delta(*, role: str | None = None, content: str | None = None, reasoning: str
 
 
 def event(header: ChunkHeader, delta_json: dict[str, Any] | None, *, finish_reason: str | None = None,
-          matched_stop: int | str | None = None, usage: Usage | None = None) -> str:
+          matched_stop: int | str | None = None, usage: Usage | None = None, index: int = 0,
+          logprobs: dict[str, Any] | None = None) -> str:
     """One `data:` event; `delta_json` None makes the usage chunk (no choices)."""
     choices = [] if delta_json is None else [{
-        "index": 0, "delta": delta_json, "logprobs": None, "finish_reason": finish_reason,
+        "index": index, "delta": delta_json, "logprobs": logprobs, "finish_reason": finish_reason,
         "matched_stop": matched_stop}]
     body = {"id": header.id, "object": "chat.completion.chunk", "created": header.created, "model": header.model,
             "choices": choices, "usage": usage.to_json() if usage else None}
@@ -71,12 +72,15 @@ def tool_calls_from_deltas(deltas: list[CallDelta], new_id: Callable[[], str]) -
     return list(calls.values()) or None
 
 
-def completion(header: ChunkHeader, *, content: str | None, reasoning: str | None,
-               tool_calls: list[dict[str, Any]] | None, finish_reason: str, matched_stop: int | None,
-               usage: Usage) -> dict[str, Any]:
-    """The non-streaming response body."""
+def choice(index: int, *, content: str | None, reasoning: str | None, tool_calls: list[dict[str, Any]] | None,
+           finish_reason: str, matched_stop: int | str | None, logprobs: dict[str, Any] | None) -> dict[str, Any]:
+    """One choice of the non-streaming response body."""
     message = {"role": "assistant", "content": content, "reasoning_content": reasoning, "tool_calls": tool_calls}
+    return {"index": index, "message": message, "logprobs": logprobs, "finish_reason": finish_reason,
+            "matched_stop": matched_stop}
+
+
+def completion(header: ChunkHeader, choices: list[dict[str, Any]], usage: Usage) -> dict[str, Any]:
+    """The non-streaming response body."""
     return {"id": header.id, "object": "chat.completion", "created": header.created, "model": header.model,
-            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason,
-                         "matched_stop": matched_stop}],
-            "usage": usage.to_json(), "metadata": {"weight_version": "default"}}
+            "choices": choices, "usage": usage.to_json(), "metadata": {"weight_version": "default"}}

@@ -47,6 +47,7 @@ class ServingPlan:
     max_running_requests: int
     max_req_input_len: int
     cpu_ram_needed_bytes: float
+    server_flags: frozenset[str] = frozenset()  # on/off sglang flags given outside the settings table, by dest
 
     @property
     def tp(self) -> int:
@@ -109,4 +110,5 @@ def build_plan(args: SimArgs, shape: ModelShape, hardware: SimConfig, config_dir
         max_req_input_len=min(context_len - 1, kv_tokens - 1) - 5,
         cpu_ram_needed_bytes=(model_footprint(shape, settings.quantization).cpu_expert_bytes * CPU_RAM_HEADROOM
                               if kt_on else 0.0),
+        server_flags=frozenset(dest for dest, words in args.passthrough if not words),
     )

@@ -20,16 +20,19 @@ class Split:
 
 
 class ReasoningSplitter:
-    """`forced`: the template already opened the block (thinking_mode enabled), so output starts as reasoning."""
+    """`forced`: the template already opened the block (thinking_mode enabled), so output starts as reasoning.
+    `stream`: the request's stream_reasoning; without it the reasoning is held back and sent whole when the
+    block closes (with the `<mm:think>` the model wrote itself, as sglang's buffer keeps it)."""
 
-    def __init__(self, forced: bool) -> None:
+    def __init__(self, forced: bool, stream: bool = True) -> None:
         self._in_reasoning = forced
         self._forced = forced
+        self._stream = stream
         self._buffer = ""
         self._stripped_start = False
 
     def feed(self, new_text: str) -> Split:
-        """The streaming increment (stream_reasoning=True)."""
+        """The streaming increment."""
         self._buffer += new_text
         text = self._buffer
         if any(tag.startswith(text) and tag != text for tag in (THINK_START, THINK_END)):
@@ -43,6 +46,8 @@ class ReasoningSplitter:
             self._buffer = ""
             self._in_reasoning = False
             return Split(text[:end].rstrip(), text[end + len(THINK_END):])
+        if self._in_reasoning and not self._stream:
+            return Split("", "")
         self._buffer = ""
         return Split(text, "") if self._in_reasoning else Split("", text)
 

@@ -8,15 +8,15 @@ stream_reasoning default to true. `check_request` returns serving_chat._validate
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from launch.sim.answers import Conversation, ToolChoiceMode, Turn
 from launch.sim.m3_text import PlannedCall
 from launch.sim.tool_intent import ToolSpec
 
-ROLES = ("system", "assistant", "tool", "function", "developer", "user")
+GENERIC_ROLES = ("system", "assistant", "tool", "function", "developer")
 
 
 class _Lenient(BaseModel):
@@ -26,7 +26,11 @@ class _Lenient(BaseModel):
 class FunctionIn(_Lenient):
     name: str
     description: str | None = None
-    parameters: dict[str, Any] | None = None
+    parameters: Any = None  # any JSON; serving_chat checks it is a JSON Schema
+
+    @property
+    def schema(self) -> dict[str, Any] | None:
+        return self.parameters if isinstance(self.parameters, dict) else None
 
 
 class ToolIn(_Lenient):
@@ -54,30 +58,113 @@ class ToolCallIn(_Lenient):
     function: CalledFunction
 
 
-class MessageIn(_Lenient):
-    role: str
-    content: str | list[dict[str, Any]] | None = None
-    tool_calls: list[ToolCallIn] | None = None
-    tool_call_id: str | None = None
-    reasoning_content: str | None = None
+# Message and content-part models keep protocol.py's class names and union: a pydantic error then names the
+# same member and field as the real one (a user turn without content, a part of an unknown type).
+class ChatCompletionMessageContentTextPart(BaseModel):
+    type: Literal["text"]
+    text: str
 
-    @field_validator("role", mode="before")
-    @classmethod
-    def _known_role(cls, value: Any) -> str:
-        if not isinstance(value, str) or value.lower() not in ROLES:
-            raise ValueError(f"'role' must be one of {', '.join(ROLES)} (case-insensitive).")
-        return value.lower()
+
+class _MediaURL(BaseModel):
+    url: str
+
+
+class _TiledMediaURL(_MediaURL):
+    max_dynamic_patch: int | None = None
+    min_dynamic_patch: int | None = None
+
+
+class _ImageURL(_TiledMediaURL):
+    detail: Literal["auto", "low", "high"] | None = "auto"
+
+
+class ChatCompletionMessageContentImagePart(BaseModel):
+    type: Literal["image_url"]
+    image_url: _ImageURL
+    modalities: Literal["image", "multi-images", "video"] | None = "image"
+
+
+class ChatCompletionMessageContentVideoPart(BaseModel):
+    type: Literal["video_url"]
+    video_url: _TiledMediaURL
+
+
+class ChatCompletionMessageContentAudioPart(BaseModel):
+    type: Literal["audio_url"]
+    audio_url: _MediaURL
+
+
+ContentPart = (ChatCompletionMessageContentTextPart | ChatCompletionMessageContentImagePart
+               | ChatCompletionMessageContentVideoPart | ChatCompletionMessageContentAudioPart)
+
+
+class _Message(BaseModel):
+    role: str
+    content: str | list[ContentPart] | None
 
     @property
     def text(self) -> str:
         if isinstance(self.content, list):
-            return "".join(str(p.get("text", "")) for p in self.content if isinstance(p, dict))
+            return "".join(p.text for p in self.content if isinstance(p, ChatCompletionMessageContentTextPart))
         return self.content or ""
+
+
+class ChatCompletionMessageGenericParam(_Message):
+    role: Literal["system", "assistant", "tool", "function", "developer"]
+    content: str | list[ContentPart] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+    reasoning_content: str | None = None
+    tool_calls: list[ToolCallIn] | None = None
+
+    @field_validator("role", mode="before")
+    @classmethod
+    def _normalize_role(cls, value: Any) -> str:
+        if isinstance(value, str):
+            if value.lower() not in GENERIC_ROLES:
+                raise ValueError("'role' must be one of 'system', 'developer', 'assistant', 'tool', or 'function' "
+                                 "(case-insensitive).")
+            return value.lower()
+        raise ValueError("'role' must be a string")
+
+
+class ChatCompletionMessageUserParam(_Message):
+    role: Literal["user"]
+    content: str | list[ContentPart]
+    tool_calls: ClassVar[None] = None
+    tool_call_id: ClassVar[None] = None
+
+
+MessageIn = ChatCompletionMessageGenericParam | ChatCompletionMessageUserParam
 
 
 class StreamOptions(_Lenient):
     include_usage: bool | None = False
     continuous_usage_stats: bool | None = False
+
+
+class JsonSchemaResponseFormat(BaseModel):
+    name: str
+    description: str | None = None
+    schema_: dict[str, object] | None = Field(alias="schema", default=None)
+    strict: bool | None = False
+
+
+class ResponseFormat(BaseModel):
+    type: Literal["text", "json_object", "json_schema"]
+    json_schema: JsonSchemaResponseFormat | None = None
+
+
+class StructuresResponseFormat(BaseModel):
+    begin: str
+    schema_: dict[str, object] | None = Field(alias="schema", default=None)
+    end: str
+
+
+class LegacyStructuralTagResponseFormat(BaseModel):
+    type: Literal["structural_tag"]
+    structures: list[StructuresResponseFormat]
+    triggers: list[str]
 
 
 class ChatRequest(_Lenient):
@@ -102,6 +189,21 @@ class ChatRequest(_Lenient):
     repetition_penalty: float | None = None
     frequency_penalty: float = 0.0
     presence_penalty: float = 0.0
+    reasoning_effort: str | None = None
+    response_format: ResponseFormat | LegacyStructuralTagResponseFormat | None = None
+    regex: str | None = None
+    ebnf: str | None = None
+    stop: str | list[str] | None = None
+    stop_regex: str | list[str] | None = None
+    no_stop_trim: bool = False
+    ignore_eos: bool = False
+    min_tokens: int = 0
+    n: int = 1
+    logprobs: bool = False
+    top_logprobs: int | None = None
+    return_hidden_states: bool = False
+    custom_logit_processor: list[str | None] | str | None = None
+    lora_path: list[str | None] | str | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -111,6 +213,35 @@ class ChatRequest(_Lenient):
         answers 500 Internal Server Error, not 400."""
         if values.get("tool_choice") is None:
             values["tool_choice"] = "none" if values.get("tools") is None else "auto"
+        return values
+
+    @model_validator(mode="before")
+    @classmethod
+    def _normalize_reasoning_inputs(cls, values: Any) -> Any:
+        """protocol.py's normalize_reasoning_inputs: `reasoning: {"effort": ...}` sets reasoning_effort (its
+        `enabled` sets chat_template_kwargs.thinking, which M3's template does not read)."""
+        reasoning = values.get("reasoning")
+        if isinstance(reasoning, dict):
+            effort = reasoning.get("effort") or reasoning.get("reasoning_effort")
+            if isinstance(effort, str) and values.get("reasoning_effort") is None:
+                values["reasoning_effort"] = effort
+        return values
+
+    @model_validator(mode="before")
+    @classmethod
+    def _set_json_schema(cls, values: Any) -> Any:
+        """protocol.py's set_json_schema: a `schema` beside type json_schema becomes its json_schema."""
+        response_format = values.get("response_format")
+        if not isinstance(response_format, dict) or response_format.get("type") != "json_schema":
+            return values
+        schema = response_format.pop("schema", None)
+        if response_format.get("json_schema") or not schema:
+            return values
+        strict = False
+        if "properties" in schema and "strict" in schema["properties"]:
+            item = schema["properties"].pop("strict", None)
+            strict = bool(item and item.get("default", False))
+        response_format["json_schema"] = {"name": schema.get("title", "Schema"), "schema": schema, "strict": strict}
         return values
 
     @property
@@ -134,50 +265,6 @@ class ChatRequest(_Lenient):
         return value if isinstance(value, str) else None
 
 
-def check_request(request: ChatRequest, context_length_flag: int | None) -> str | None:
-    """The first reason sglang-kt refuses the request before generating (HTTP 400), or None.
-
-    max_tokens is held against `--context-length` only when that flag was given; otherwise an oversized
-    request passes here and fails in the tokenizer manager (chat_route._context_error)."""
-    if not request.messages:
-        return "Messages cannot be empty."
-    tools = request.tools or []
-    if request.choice_mode == "required" and not tools:
-        return "Tools cannot be empty if tool choice is set to required."
-    if request.choice_mode == "named":
-        if not tools:
-            return "Tools cannot be empty if tool choice is set to a specific tool."
-        if not any(t.function.name == request.named_tool for t in tools):
-            return f"Tool '{request.named_tool}' not found in tools list."
-    limit = request.max_new_tokens
-    if limit and context_length_flag and limit > context_length_flag:
-        return (f"max_completion_tokens is too large: {limit}."
-                f"This model supports at most {context_length_flag} completion tokens.")
-    return None
-
-
-def sampling_error(request: ChatRequest) -> str | None:
-    """SamplingParams.verify's complaint about the request's sampling settings (unset ones take the defaults)."""
-    temperature = 1.0 if request.temperature is None else request.temperature
-    top_p = 1.0 if request.top_p is None else request.top_p
-    top_k = -1 if request.top_k is None else request.top_k
-    min_p = 0.0 if request.min_p is None else request.min_p
-    repetition = 1.0 if request.repetition_penalty is None else request.repetition_penalty
-    checks = (
-        (temperature < 0.0, f"temperature must be non-negative, got {temperature}."),
-        (not 0.0 < top_p <= 1.0, f"top_p must be in (0, 1], got {top_p}."),
-        (not 0.0 <= min_p <= 1.0, f"min_p must be in [0, 1], got {min_p}."),
-        (top_k < 1 and top_k != -1, f"top_k must be -1 (disable) or at least 1, got {top_k}."),
-        (not -2.0 <= request.frequency_penalty <= 2.0,
-         f"frequency_penalty must be in [-2, 2], got {request.frequency_penalty}."),
-        (not -2.0 <= request.presence_penalty <= 2.0,
-         f"presence_penalty must be in [-2, 2], got {request.presence_penalty}."),
-        (not 0.0 <= repetition <= 2.0, f"repetition_penalty must be in [0, 2], got {repetition}."),
-        ((request.max_new_tokens or 0) < 0, f"max_new_tokens must be at least 0, got {request.max_new_tokens}."),
-    )
-    return next((message for failed, message in checks if failed), None)
-
-
 def _calls(message: MessageIn) -> tuple[tuple[PlannedCall, ...], tuple[str, ...]]:
     """An assistant turn's tool calls; string arguments are parsed (invalid JSON raises ValueError)."""
     calls, ids = [], []
@@ -197,7 +284,7 @@ def to_conversation(request: ChatRequest) -> Conversation:
         turns.append(Turn(message.role, message.text, calls, ids, message.tool_call_id))
     if turns and turns[-1].role == "assistant" and not request.continue_final_message:
         turns[-1] = Turn("user", turns[-1].text)  # serving_chat rewrites a trailing assistant turn as the user's
-    tools = tuple(ToolSpec(t.function.name, t.function.description or "", t.function.parameters)
+    tools = tuple(ToolSpec(t.function.name, t.function.description or "", t.function.schema)
                   for t in request.tools or [] if request.named_tool in (None, t.function.name))
     return Conversation(tuple(turns), tools, request.choice_mode, request.named_tool)
 

@@ -32,7 +32,7 @@ UNTHROTTLED_PASS_TOKENS = 32  # without pacing, route decode tokens in groups to
 @dataclass(frozen=True)
 class Finish:
     kind: Literal["stop", "length", "abort"]
-    matched: int | None = None
+    matched: int | str | None = None  # the EOS token id, or the stop string / regex that matched
     message: str | None = None  # why the scheduler aborted (an input longer than the KV pool)
 
 
@@ -45,13 +45,19 @@ class Step:
     finish: Finish | None = None
 
 
+EOS_FINISH = Finish("stop", EOS_TOKEN_ID)
+
+
 @dataclass(frozen=True)
 class Job:
     rid: str
     topic: str
     prompt: tuple[str, ...]  # prompt tokens (for the prefix cache)
-    output: tuple[str, ...]  # the tokens the model will produce
+    output: tuple[str, ...]  # the text of each token the model will produce
     max_new_tokens: int | None
+    # How the output ends when max_new_tokens leaves room for it: the EOS token (one token more), a stop
+    # string or regex matched by its last token, or never by itself (None: ignore_eos).
+    end: Finish | None = EOS_FINISH
 
 
 def _common_prefix(a: Sequence[str], b: Sequence[str]) -> int:
@@ -155,9 +161,12 @@ class Scheduler:
             # Unthrottled, nothing waits: the metrics report the simulated time instead of the (zero) wall time.
             ttft = time.monotonic() - received if self._pacing.throttled else queued + prefill_seconds
             self._metrics.prefilled(len(job.prompt), cached, queued, ttft)
-            # The model ends its turn with an EOS token, which needs room under max_new_tokens like any other.
-            ends = job.max_new_tokens is None or job.max_new_tokens > len(job.output)
-            limit = len(job.output) if ends else job.max_new_tokens
+            # The model ends its turn with an EOS token, which needs room under max_new_tokens like any other;
+            # a stop match ends it unless its token reached max_new_tokens (check_finished tests length first).
+            ends = job.end is not None and (job.max_new_tokens is None or job.max_new_tokens > len(job.output))
+            limit = len(job.output) if ends or job.max_new_tokens is None else min(job.max_new_tokens,
+                                                                                   len(job.output))
+            end_tokens = 1 if job.end == EOS_FINISH else 0
             pass_tokens = 1 if self._pacing.throttled else UNTHROTTLED_PASS_TOKENS
             step_time = 1.0
             # Paced to a deadline, not by sleeping after the per-token work: the work then does not slow the
@@ -178,13 +187,13 @@ class Scheduler:
                 finished = i == limit - 1
                 if not finished:
                     yield Step(job.output[i], i + 1)
-                elif ends:
-                    yield Step(job.output[i], i + 2, Finish("stop", EOS_TOKEN_ID))
+                elif ends and job.end is not None:
+                    yield Step(job.output[i], i + 1 + end_tokens, job.end)
                 else:
                     yield Step(job.output[i], i + 1, Finish("length"))
             if limit == 0:
                 finished = True
-                yield Step("", 1, Finish("stop", EOS_TOKEN_ID)) if ends else Step("", 0, Finish("length"))
+                yield Step("", end_tokens, job.end) if ends and job.end else Step("", 0, Finish("length"))
         finally:
             self._release(budget)
             self._metrics.finished(time.monotonic() - received, aborted=not finished)

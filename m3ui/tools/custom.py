@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from string import Template
 
 from m3ui.tools.tool import JsonSchema, Tool
+from m3ui.tools.validate import parameters_problem
 
 
 class CustomToolError(ValueError):
@@ -20,6 +21,9 @@ class CustomToolError(ValueError):
 def template_tool(name: str, description: str, parameters: Mapping[str, object], result_template: str) -> Tool:
     if parameters.get("type") != "object" or not isinstance(parameters.get("properties", {}), Mapping):
         raise CustomToolError('parameters must be a JSON schema with "type": "object" and a "properties" object')
+    problem = parameters_problem(parameters)
+    if problem is not None:
+        raise CustomToolError(f"the engine refuses this parameters schema (JSON Schema Draft 2020-12): {problem}")
     template = Template(result_template)
     if not template.is_valid():
         raise CustomToolError("result template has a bad placeholder; use $name or ${name}, and $$ for a dollar")

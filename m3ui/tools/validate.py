@@ -1,8 +1,11 @@
-"""Check untrusted tool arguments against the tool's JSON schema (the subset tools here use)."""
+"""Check a tool's `parameters` schema as the engine does, and untrusted tool arguments against it (the
+subset of JSON Schema the tools here use)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+
+from jsonschema import Draft202012Validator, SchemaError
 
 _PYTHON_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -13,6 +16,17 @@ _PYTHON_TYPES: dict[str, tuple[type, ...]] = {
     "object": (dict,),
     "null": (type(None),),
 }
+
+
+def parameters_problem(parameters: object) -> str | None:
+    """Why sglang-kt would refuse `parameters` (serving_chat._validate_request checks every declared tool's
+    schema against JSON Schema Draft 2020-12 and fails the whole request), or None when it is accepted."""
+    try:
+        Draft202012Validator.check_schema(parameters)
+    except SchemaError as exc:
+        where = "".join(f"[{p!r}]" for p in exc.path)  # where in the schema, as the engine's message says it
+        return f"{exc.message}{f' (at parameters{where})' if where else ''}"
+    return None
 
 
 def _json_type_name(value: object) -> str:
