@@ -155,9 +155,15 @@ class ChatController:
     def new_chat(self, library: ChatLibrary | None, system_prompt: str) -> tuple[object, ...]:
         return self.show(self.owned(library).start_new(clean_text(system_prompt).strip()))
 
-    def switch(self, library: ChatLibrary | None, chat_id: str | None) -> tuple[object, ...]:
+    def switch(self, library: ChatLibrary | None, chat_id: object) -> tuple[object, ...]:
+        """`chat_id` comes unprocessed (Gradio's own check answers a stale or forged id with its list of choices)."""
         library = self.owned(library)
-        return self.show(library.switch(chat_id)) if chat_id else unchanged()
+        if not chat_id:
+            return unchanged()
+        if not (isinstance(chat_id, str) and any(chat.id == chat_id for chat in library.chats)):
+            raise gr.Error("That chat is not in this page's list (another tab may have deleted it): pick one from "
+                           "the list.", print_exception=False)
+        return self.show(library.switch(chat_id))
 
     def search(self, library: ChatLibrary | None, query: str) -> tuple[object, ...]:
         library = replace(self.owned(library), query=clean_text(query))
