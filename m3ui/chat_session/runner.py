@@ -137,9 +137,12 @@ class ChatRunner:
                     yield AnswerUpdate("streaming", request.chat, live.steps(), live.awaiting_approval)
             saved = live.settle(request.chat, self._failure_behind(live))
             self._record_usage(request.user, live, run)
-            if self._hit_rate is not None:  # the lookup may take a while: show the answer first
+            # An answer that broke off gets no hit rate: its lookup dumps the engine's recorder, which a hung
+            # engine would answer only at the recorder's timeout (the stall error came 17-20 s late).
+            looked_up = self._hit_rate is not None and live.finished is not None and live.finished.error is None
+            if looked_up:  # the lookup may take a while: show the answer first
                 yield AnswerUpdate("answered", saved)
-            yield AnswerUpdate("done", self._with_hit_rate(saved, run))
+            yield AnswerUpdate("done", self._with_hit_rate(saved, run) if looked_up else saved)
         finally:
             run.stop()  # no-op once finished; when the consumer left early, the engine must see a disconnect
             self.runs.end(session, run)
