@@ -90,10 +90,10 @@ class ChatController:
         return library, tuple(values[name] for name in SLOTS)
 
     def _values(self, library: ChatLibrary, busy: bool, message: object, chatbot: object,
-                controls: bool) -> tuple[ChatLibrary, dict[str, object]]:
+                controls: bool, answer_ended: bool = False) -> tuple[ChatLibrary, dict[str, object]]:
         writes, library = library.outbox()
         if self._server is not None:
-            library, writes = self._server.saved(library, writes), []
+            library, writes = self._server.saved(library, writes, answer_ended), []
         self._pages.shown(library)
         chat = library.active
         choices = library.choices()
@@ -377,7 +377,8 @@ class ChatController:
     def _ended(self, following: Following, outcome: SavedChat, chatbot: object = None) -> tuple[object, ...]:
         """The live slots once the answer ended: saved (also for an API client, which never runs `finish`). The
         page turns idle in `finish`, together with the rest of the view."""
-        following.library, values = self._values(following.library.put(outcome), False, None, chatbot, True)
+        following.library, values = self._values(following.library.put(outcome), False, None, chatbot, True,
+                                                 answer_ended=True)
         following.outcome = outcome
         return live_values(values, following)
 
