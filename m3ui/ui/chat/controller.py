@@ -90,10 +90,11 @@ class ChatController:
         return library, tuple(values[name] for name in SLOTS)
 
     def _values(self, library: ChatLibrary, busy: bool, message: object, chatbot: object,
-                controls: bool, answer_ended: bool = False) -> tuple[ChatLibrary, dict[str, object]]:
+                controls: bool, answer: bool = False) -> tuple[ChatLibrary, dict[str, object]]:
+        """`answer`: the library's changes save an answer, as it streams or once it ended (see ServerLibrary.saved)."""
         writes, library = library.outbox()
         if self._server is not None:
-            library, writes = self._server.saved(library, writes, answer_ended), []
+            library, writes = self._server.saved(library, writes, answer), []
         self._pages.shown(library)
         chat = library.active
         choices = library.choices()
@@ -344,6 +345,11 @@ class ChatController:
                 if update.phase == "streaming":
                     live = render(live=update.live, running=True)
                     shown = channel is not None and channel.show(asked, saved[asked:] + live)
+                    if update.so_far is not None and first is None:  # saved as it grows: a killed app keeps it
+                        following.library, values = self._values(following.library.put(update.so_far), True, None,
+                                                                 gr.skip() if shown else saved + live, False, True)
+                        yield live_values(values)
+                        continue
                     if first is not None and (not shown or time.monotonic() >= due):
                         yield first
                         first = None
@@ -378,7 +384,7 @@ class ChatController:
         """The live slots once the answer ended: saved (also for an API client, which never runs `finish`). The
         page turns idle in `finish`, together with the rest of the view."""
         following.library, values = self._values(following.library.put(outcome), False, None, chatbot, True,
-                                                 answer_ended=True)
+                                                 answer=True)
         following.outcome = outcome
         return live_values(values, following)
 
