@@ -108,6 +108,7 @@ class FleetSupervisor:
         self._next_poll = 0.0
         self._adding: dict[str, float] = {}  # worker URL -> when an addition still unlisted may be repeated
         self._proofs: dict[str, Proof] = {}  # worker URL -> its last conclusive proof
+        self._silent: set[str] = set()  # workers that did not answer their last proof: never added to the router
         self._model: str | None = None  # the model the fleet serves: that of the first worker proven
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -124,7 +125,7 @@ class FleetSupervisor:
             self._state, self._detail, self._stop = FleetState.STARTING, "starting workers", threading.Event()
             self._engines, self._router, self._listed, self._launched = {}, None, {}, 0
             self._ready_seen, self._next_poll, self._adding = {}, 0.0, {}
-            self._proofs, self._model = {}, None
+            self._proofs, self._model, self._silent = {}, None, set()
             try:
                 for worker in self.fleet.local_workers:
                     self._launch(worker)
@@ -205,6 +206,7 @@ class FleetSupervisor:
         a launched one first, names the fleet's model. Under the lock."""
         current = set(self.fleet.worker_urls)
         self._proofs.update({url: proof for url, proof in proofs.items() if proof.conclusive and url in current})
+        self._silent = {url for url, proof in proofs.items() if not proof.conclusive}
         if self._model is None:
             order = sorted(self.fleet.worker_urls, key=lambda url: url not in self._engines)
             self._model = next((self._proofs[u].model for u in order if u in self._proofs and self._proofs[u].proven),
@@ -319,7 +321,7 @@ class FleetSupervisor:
                 busy = True
                 # Checked again (remove() may have just dropped it); and an addition in the router's queue is not
                 # repeated until it had time to land.
-                if url in self.fleet.worker_urls and now >= self._adding.get(url, 0.0):
+                if url in self.fleet.worker_urls and url not in self._silent and now >= self._adding.get(url, 0.0):
                     add_worker(router_url, url)
                     self._adding[url] = now + ADD_PATIENCE_S
         return busy
