@@ -48,7 +48,7 @@ ROUTER_POLL_S = 5.0
 ADD_PATIENCE_S = 10.0  # a worker added to the router and not yet listed is added again after this
 STOP_GRACE_S = 5.0
 PROOF_EVERY_S = 5.0  # each worker proves itself again this often
-PROOF_RETRY_S = 0.5  # while some worker has not proved itself yet
+PROOF_RETRY_S = 0.5  # while some worker has not proved itself yet, or did not answer (it may be restarting)
 # Workers are restarted soon and often: the others carry the load meanwhile.
 HEALING = RestartPolicy(enabled=True, max_attempts=5, window_s=600.0, first_delay_s=1.0, max_delay_s=30.0)
 
@@ -192,7 +192,7 @@ class FleetSupervisor:
                 proofs = dict(zip(keys, pool.map(prove_worker, keys, keys.values()), strict=True))
                 with self._lock:
                     self._record_proofs(proofs)
-                    settled = all(self._trusted(url) for url in self.fleet.worker_urls)
+                    settled = not self._silent and all(self._trusted(url) for url in self.fleet.worker_urls)
                 stop.wait(PROOF_EVERY_S if settled else PROOF_RETRY_S)
 
     def _api_key(self, url: str) -> str | None:
