@@ -425,9 +425,9 @@ class FleetSupervisor:
             self._next_poll = 0.0  # the fleet's state counts it from the next look at the router
             if isinstance(worker, LaunchedWorker):
                 self._launch(worker)
-            else:
-                self._proofs[url] = proof
-                add_worker(self.fleet.router.url, url)
+                return
+            self._proofs[url] = proof
+            add_worker(self.fleet.router.url, url)
 
     def _grown_by(self, worker: Worker) -> Fleet:
         """The fleet with `worker` added; RuntimeError unless it serves, ValueError with every reason when the
