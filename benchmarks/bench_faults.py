@@ -8,10 +8,14 @@
 3. Garbage stream: an engine that sends a chunk without choices, non-UTF-8 bytes, a web page, a JSON document,
    and a stream that ignores max_tokens; each must end with a plain message (the last one cut off by the client),
    never a Python error, and the same session must answer normally afterwards.
-4. App SIGKILL and restart: `python app.py` is killed with SIGKILL (no handler runs, its engine is left behind);
+4. Engine SIGSTOP mid-stream (a hung engine: alive, its sockets open, nothing answered), with the expert monitor
+   dumping its recorder as in the app: the answer must end with its stall error within the stall limit + 2 s, keep
+   what arrived, the header must say "not responding", and once the engine runs on it must be ready again.
+5. App SIGKILL and restart: `python app.py` is killed with SIGKILL (no handler runs, its engine is left behind);
    the next start must re-attach that very engine (no second one), which must still answer.
 
-The chat runs through the chat core the app uses (ChatRunner, EngineLink, Supervisor); the engines and the app
+The chat runs through the chat core the app uses (ChatRunner, EngineLink, Supervisor, the monitor's per-answer
+GPU hit rate); the engines and the app
 are real processes on 127.0.0.1. Prints one line per fault (what was done, what held) and a final JSON line.
 Run from the repo root: `python benchmarks/bench_faults.py [--check]`; `--check` exits 1 when a fault did not
 hold or the suite took longer than its time limit.
@@ -51,13 +55,19 @@ from m3ui.client import ChatClient, EndpointConfig, Finished, GenerationSettings
 from m3ui.conversation import Conversation  # noqa: E402
 from m3ui.conversation.library import SavedChat, new_chat  # noqa: E402
 from m3ui.engine_link import EngineLink  # noqa: E402
+from m3ui.monitor.sampler import SamplerConfig  # noqa: E402
+from m3ui.monitor.service import MonitorService  # noqa: E402
 from m3ui.services import simulated_settings  # noqa: E402
 from m3ui.ui.chat.controls import chat_endpoint  # noqa: E402
 from tests.app_process import FAST_SIM_ENV, free_port, running_app  # noqa: E402
+from tests.waiting import wait_until  # noqa: E402
 
 TIME_LIMIT_S = 60.0
 ANSWER_END_S = 5.0  # a fault must end the answer within this long after it happened
 STALL_S = 1.0  # the user's stall limit for the stalled stream
+HANG_STALL_S = 3.0  # the user's stall limit while the engine is stopped
+HANG_GRACE_S = 2.0  # how much later than the stall limit a hung engine's answer may end
+HEADER_WITHIN_S = 12.0  # the health probe runs every 5 s and waits 2 s for an answer
 SHORT = GenerationSettings(thinking_mode="disabled", max_tokens=24)
 SESSION = "bench-page"
 
@@ -74,9 +84,9 @@ class Outcome:
 class Chat:
     """One browser session's chat: every answer goes through one ChatRunner to whichever engine is current."""
 
-    def __init__(self, link: EngineLink) -> None:
+    def __init__(self, link: EngineLink, hit_rate: Callable[[float, float], float | None]) -> None:
         self.endpoint: Callable[[], EndpointConfig | None] = lambda: chat_endpoint(link)
-        self.runner = ChatRunner(lambda: self.endpoint(), lambda: link.status().label, None,
+        self.runner = ChatRunner(lambda: self.endpoint(), lambda: link.status().label, hit_rate,
                                  lambda: link.status().failure)
 
     def ask(self, question: str, settings: GenerationSettings = SHORT,
@@ -124,6 +134,38 @@ def fault_engine_sigkill(chat: Chat, link: EngineLink, restart: Callable[[], Non
                    f"answer ended {ended_after:.2f} s later saying {note[:110]!r}…; {kept} characters kept; "
                    f"the supervisor reports the engine failed: {failed}; next answer in the session after a "
                    f"restart: {'ok' if again else 'FAILED'}",
+                   ok, time.monotonic() - started)
+
+
+def fault_engine_sigstop(chat: Chat, link: EngineLink) -> Outcome:
+    pid = link.supervisor.snapshot().pid
+    assert pid is not None
+    stopped_at: list[float] = []
+
+    def stop_at_first_token(update: AnswerUpdate) -> None:
+        if not stopped_at and update.live and update.live[-1].content:
+            os.kill(pid, signal.SIGSTOP)
+            stopped_at.append(time.monotonic())
+
+    started = time.monotonic()
+    try:
+        saved, _ = chat.ask("Explain how a CPU cache works, in detail.",
+                            GenerationSettings(thinking_mode="disabled", stall_seconds=HANG_STALL_S),
+                            stop_at_first_token)
+        ended_after = time.monotonic() - stopped_at[0] if stopped_at else float("inf")
+        header = wait_until(lambda: "not responding" in link.status().label, HEADER_WITHIN_S)
+        said = link.status().label
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    note = note_of(saved)
+    kept = len(saved.conversation.turns[-1].content)
+    back = wait_until(lambda: link.status().ready and "not responding" not in link.status().label, 15)
+    again = back and chat.answers_normally()
+    ok = ended_after < HANG_STALL_S + HANG_GRACE_S and "stall limit" in note and kept > 0 and header and again
+    return Outcome("engine SIGSTOP mid-stream", f"stopped the simulated engine at the answer's first token (stall "
+                   f"limit {HANG_STALL_S:g} s), then let it run on",
+                   f"answer ended {ended_after:.2f} s later saying {note[:70]!r}…; {kept} characters kept; the "
+                   f"header said {said[:70]!r}: {header}; ready again and answering after SIGCONT: {again}",
                    ok, time.monotonic() - started)
 
 
@@ -217,15 +259,6 @@ def hangups(url: str) -> int:
     return int(httpx.get(f"{url}/faults/hangups", timeout=5, trust_env=False).json()["hangups"])
 
 
-def wait_until(predicate: Callable[[], bool], timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
 @contextmanager
 def misbehaving_engine():
     port = free_port()
@@ -248,6 +281,7 @@ def run_suite() -> list[Outcome]:
         app_fault = pool.submit(guarded, "app SIGKILL and restart", lambda: fault_app_sigkill(workdir))
         supervisor = Supervisor(workdir / "core-data", tick_s=0.05)
         link = EngineLink(supervisor)
+        monitor = MonitorService(link, SamplerConfig(interval_s=0.5), follow_every_s=0.2)
 
         def start_engine() -> None:
             if not link.launch(simulated_settings(), Engine("sim")).ok or not supervisor.wait_ready(30):
@@ -255,14 +289,18 @@ def run_suite() -> list[Outcome]:
 
         try:
             start_engine()
-            chat = Chat(link)
+            monitor.start()
+            chat = Chat(link, monitor.answer_gpu_hit_rate)
             healthy = chat.endpoint
             with misbehaving_engine() as faulty_url:
                 outcomes = [guarded("stalled stream", lambda: fault_stall(chat, faulty_url)),
                             guarded("garbage stream", lambda: fault_garbage(chat, faulty_url, healthy))]
+            wait_until(lambda: monitor.sampler.latest_experts().status == "recording", 10)
+            outcomes.append(guarded("engine SIGSTOP mid-stream", lambda: fault_engine_sigstop(chat, link)))
             outcomes.append(guarded("engine SIGKILL mid-stream", lambda: fault_engine_sigkill(chat, link,
                                                                                                 start_engine)))
         finally:
+            monitor.stop()
             supervisor.close(grace=1)
         return [*outcomes, app_fault.result()]
 

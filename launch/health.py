@@ -28,6 +28,7 @@ class Readiness:
     models_status: int | None = None
     model_ids: tuple[str, ...] = ()
     error: str | None = None  # why not ready, when it is not
+    timed_out: bool = False  # it accepted the connection but did not answer in time: hung, or overloaded
     simulated: bool = False  # m3ui's simulated engine says so in /v1/models (attached engines included)
 
 
@@ -51,6 +52,7 @@ class ReadinessProbe:
     def __init__(self, base_url: str, api_key: str | None = None, timeout_s: float = PROBE_TIMEOUT_S) -> None:
         self.base_url = base_url.rstrip("/")
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._timeout_s = timeout_s
         # Connections live shorter than any server's keep-alive, so a check never meets one the server closed.
         self._client = httpx.Client(timeout=timeout_s, trust_env=False, verify=verifies_tls(self.base_url),
                                     limits=httpx.Limits(keepalive_expiry=KEEPALIVE_S))
@@ -62,6 +64,9 @@ class ReadinessProbe:
             if health.status_code != 200:
                 return Readiness(False, health.status_code, error=f"/health answered {health.status_code}")
             models = self._client.get(f"{base}/v1/models", headers=self._headers)
+        except httpx.TimeoutException as exc:
+            return Readiness(False, error=f"no answer within {self._timeout_s:g} s ({type(exc).__name__})",
+                             timed_out=True)
         except (httpx.HTTPError, httpx.InvalidURL) as exc:  # InvalidURL (e.g. a bad port) is not an HTTPError
             return Readiness(False, error=f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
         if models.status_code != 200:

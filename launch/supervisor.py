@@ -38,9 +38,10 @@ from launch.settings import LaunchSettings
 
 DEFAULT_STARTUP_TIMEOUT_S = 3600.0  # M3 reads ~465 GB of experts into CPU RAM before serving
 TICK_S = 0.2
-# Once ready a managed engine's death shows at the next tick (its process); the probe only refreshes what it
-# serves, and tells when an attached engine went away.
+# Once ready a managed engine's death shows at the next tick (its process); the probe refreshes what it
+# serves, tells when an attached engine went away, and notices a hung engine (alive, but not answering).
 READY_PROBE_INTERVAL_S = 5.0
+UNRESPONSIVE_PROBE_INTERVAL_S = 1.0  # a ready engine whose last probe failed: noticed again as soon as it answers
 WAITING_PROBE_INTERVAL_S = 0.5  # an attached endpoint that is not answering yet
 EXIT_CLEANUP_GRACE_S = 3.0
 LOG_FILE_NAME = "engine.log"
@@ -87,8 +88,9 @@ class SupervisorSnapshot:
     diagnosis: Diagnosis | None
     log_lines: tuple[str, ...]
     exit_code: int | None
-    readiness: Readiness | None
+    readiness: Readiness | None  # the last probe that found it ready, once it was
     auto_restart: AutoRestart | None = None
+    unresponsive: str | None = None  # ready, but its last probe got no proper answer: why
 
 
 @dataclass
@@ -114,6 +116,7 @@ class _Run:
     exit_code: int | None = None
     diagnosis: Diagnosis | None = None
     readiness: Readiness | None = None
+    unresponsive: str | None = None
     stop_event: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
 
@@ -290,14 +293,20 @@ class Supervisor:
 
     def _probe_interval(self, run: _Run) -> float:
         if self._state is EngineState.READY:
-            return READY_PROBE_INTERVAL_S
+            return UNRESPONSIVE_PROBE_INTERVAL_S if run.unresponsive else READY_PROBE_INTERVAL_S
         return WAITING_PROBE_INTERVAL_S if run.mode == "attached" else 0.0  # our own engine: every tick
 
     def _on_probe(self, run: _Run, result: Readiness) -> None:
         with self._lock:
             if run is not self._run or run.stop_event.is_set():
                 return
-            run.readiness = result
+            if self._state is EngineState.READY and not result.ready and (run.mode == "managed" or result.timed_out):
+                # Alive (a managed engine's death shows by its process) but not answering: a hang, or overload.
+                # It stays ready, with what it last served; an attached engine that refuses went away instead.
+                run.unresponsive = result.error or "its health check failed"
+                self._changed.notify_all()
+                return
+            run.readiness, run.unresponsive = result, None
             if result.ready and self._state is EngineState.STARTING:
                 if run.mode == "managed":
                     _remove_secret_config(run)
@@ -456,7 +465,7 @@ class Supervisor:
                 state, run.mode, run.tracker.phase if run.mode == "managed" else None, run.tracker.progress,
                 detail, (run.ended_at or time.time()) - run.started_at, run.pid, run.url,
                 run.info.run_dir if run.info else None, run.diagnosis, self.log_tail(log_lines),
-                run.exit_code, run.readiness, self._auto)
+                run.exit_code, run.readiness, self._auto, run.unresponsive if state is EngineState.READY else None)
 
     def log_tail(self, n: int = 200, filter: str | None = None, polling: bool = False) -> tuple[str, ...]:
         """The engine log's last lines; `polling` includes the request lines of m3ui's own polls."""

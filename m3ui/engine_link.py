@@ -41,6 +41,7 @@ class EngineStatus:
     failure: str | None = None
     restart_in_s: float | None = None  # a dead engine's automatic restart is due in this many seconds
     attached_as: str | None = None  # what an attached URL is, when the app knows better (a fleet's router)
+    unresponsive: str | None = None  # ready, but its health probe gets no answer (a hung engine): why
 
     @property
     def kind(self) -> str:
@@ -51,6 +52,8 @@ class EngineStatus:
     def label(self) -> str:
         """One line for the header: what runs, and how far it is."""
         kind = self.kind
+        if self.ready and self.unresponsive:
+            return f"{kind} not responding — {self.model or '?'} at {self.url}: {self.unresponsive}"
         if self.ready:
             return f"{kind} ready — {self.model or '?'} at {self.url}"
         if self.state is EngineState.FAILED:  # the diagnosis' title, never a stale phase
@@ -135,7 +138,7 @@ class EngineLink:
             progress=snap.progress, url=snap.url, model=models[0] if models else None,
             failure=_failure_line(snap.diagnosis, snap.auto_restart) if snap.state is EngineState.FAILED else None,
             restart_in_s=_restart_in(snap.auto_restart) if snap.state is EngineState.FAILED else None,
-            attached_as=self._attached_as,
+            attached_as=self._attached_as, unresponsive=snap.unresponsive,
         )
 
     def endpoint(self) -> EndpointConfig | None:

@@ -1,7 +1,7 @@
 """A network fault injector for the monitor tests: an HTTP proxy on 127.0.0.1 in front of a real engine (the
-simulated one). It answers nothing itself: it forwards every request, records which paths were asked for,
-and can delay the answers of chosen paths. Closing it is an engine that went away; a new one on the same
-port is the engine coming back.
+simulated one). It forwards every request, records which paths were asked for, and can delay the answers of
+chosen paths or answer them itself (a worker whose answers stop parsing; "*": every path not named). Closing it
+is an engine that went away; a new one on the same port is the engine coming back.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ class FaultProxy:
     def __init__(self, upstream: str, port: int = 0) -> None:
         self.upstream = upstream.rstrip("/")
         self.delay_s: dict[str, float] = {}  # path -> seconds to wait before forwarding
+        self.answers: dict[str, tuple[int, bytes]] = {}  # path (or "*") -> the status and HTML body sent instead
         self.hits: list[tuple[str, str]] = []  # (method, path), in order
         self._lock = threading.Lock()
         self._closed = threading.Event()
@@ -59,6 +60,10 @@ class FaultProxy:
         with self._lock:
             self.hits.append((handler.command, path))
         time.sleep(self.delay_s.get(path, 0.0))
+        answer_instead = self.answers.get(path, self.answers.get("*"))
+        if answer_instead is not None:
+            self._answer(handler, *answer_instead)
+            return
         length = int(handler.headers.get("Content-Length") or 0)
         body = handler.rfile.read(length) if length else b""
         headers = {k: v for k, v in handler.headers.items() if k.lower() not in _HOP_HEADERS}
@@ -81,6 +86,14 @@ class FaultProxy:
             handler.wfile.write(answer.content)
         except OSError:
             pass  # the client gave up waiting (its timeout): nothing to answer
+
+    @staticmethod
+    def _answer(handler: BaseHTTPRequestHandler, status: int, body: bytes) -> None:
+        handler.send_response(status)
+        handler.send_header("Content-Type", "text/html")
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         proxy = self

@@ -34,8 +34,19 @@ def test_a_cr_lf_split_between_two_reads_is_one_line_end_not_a_blank_line():
     assert event_data([b'data: {"a": 1}\r', b'\nid: 7\r', b'\n\r', b'\n']) == ['{"a": 1}']
 
 
-def test_an_event_with_fields_but_no_data_is_an_empty_event_as_the_sdk_reads_it():
-    assert event_data([b"event: ping\n\n"]) == [""]
+def test_an_event_with_fields_but_no_data_is_not_json_as_the_sdk_finds_and_carries_what_was_sent():
+    batches = event_batches([b"data: 1\n\nevent: ping\n\n"])
+    assert next(batches) == ["1"]
+    with pytest.raises(json.JSONDecodeError) as raised:
+        next(batches)
+    assert raised.value.doc == "event: ping"
+
+
+def test_a_body_that_never_completes_an_event_is_not_an_event_stream():
+    with pytest.raises(json.JSONDecodeError) as raised:
+        list(event_batches([b"<html>Bad", b" Gateway</html>"]))
+    assert raised.value.doc == "<html>Bad Gateway</html>"
+    assert list(event_batches([b"data: 1\n\ndata: unfinished"])) == [["1"]]
 
 
 def test_bytes_that_are_not_utf8_raise_a_decode_error_after_the_events_before_them():

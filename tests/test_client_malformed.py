@@ -84,6 +84,18 @@ def test_a_json_document_instead_of_a_stream_is_named_as_such():
     assert error.kind == "protocol" and "one JSON document, not a chat stream" in error.message
 
 
+@pytest.mark.parametrize(("body", "content_type", "shown"), [
+    (b"Hello, I am not an engine.\n\n", "text/event-stream", "(it sent: Hello, I am not an engine.)"),
+    (b"<html><body>Bad Gateway</body></html>", "text/event-stream", "(it sent: <html><body>Bad Gateway</body></html>)"),
+    (b"data: \x00\n\n", "text/event-stream", "(it sent: \\x00)"),
+    (b"data: \n\n", "text/event-stream", "(it sent: nothing)"),
+    (b"", "text/plain", "(it sent: nothing)"),
+])
+def test_a_body_that_is_not_an_event_stream_is_reported_with_what_it_sent(body, content_type, shown):
+    error = final_error([RawReply(body, content_type)])
+    assert error.kind == "protocol" and shown in error.message
+
+
 def test_a_stalled_stream_ends_at_the_users_stall_limit_with_a_message_naming_it():
     head = (chunk(content="", role="assistant"), chunk(content="Hel"))
     started = time.monotonic()

@@ -333,3 +333,52 @@ def test_an_unwatched_sampler_still_dumps_the_recorder_on_time(recording, folder
         dumped, loads = _dumps(proxy) - before, proxy.paths().count("/v1/loads") - loads_before
     assert 3 <= dumped <= 8  # every 0.2 s, while /v1/loads is read no more often than that
     assert loads <= dumped + 1  # not at the watched pace of every 0.05 s
+
+
+def test_a_dump_that_timed_out_and_was_never_read_is_deleted_once_stale_and_a_folder_left_is_swept(
+        recording, folder, tmp_path):
+    """The dump call times out (the engine is busy saving), the engine goes away and comes back before the next
+    poll: its files land in the folder before recording starts again, so no poll reads them (9 files, 88 MB)."""
+    before = {p.name for p in folder.iterdir()}
+    with FaultProxy(recording.url) as proxy:
+        experts = ExpertSource(window_s=600, dump_every_s=5, timeout_s=0.5, stale_after_s=1.0)
+        engine_source = EngineSource(timeout_s=5.0, slow_after_s=2.0)
+        target = MonitorTarget(engine_url=proxy.url, recorder_dir=folder)
+        engine_source.set_target(target)
+        experts.set_target(target)
+
+        def poll() -> str:
+            return experts.poll(engine_source.sample(), engine_source.epoch).status
+
+        try:
+            assert poll() == "recording"
+            proxy.delay_s["/dump_expert_distribution_record"] = 1.5
+            assert poll() == "recording" and "the last dump failed" in experts.latest().warnings[0]
+            landed = until_dumps(folder, before)
+            engine_source.set_target(MonitorTarget())  # the engine went away ...
+            assert poll() == "no_engine"
+            proxy.delay_s.clear()
+            engine_source.set_target(target)  # ... and came back: recording starts afresh
+            assert poll() == "recording" and landed <= {p.name for p in folder.iterdir()}
+            time.sleep(1.2)
+            assert poll() == "recording"
+            assert not landed & {p.name for p in folder.iterdir()}, "the timed-out dump is deleted once stale"
+            proxy.delay_s["/dump_expert_distribution_record"] = 1.5
+            poll()  # a dump in flight when the monitor stops watching the folder (the engine stopped)
+            until_dumps(folder, before)
+            experts.set_target(MonitorTarget())
+            assert {p.name for p in folder.iterdir()} <= before
+        finally:
+            engine_source.close()
+            experts.close()
+
+
+def until_dumps(folder, before: set[str]) -> set[str]:
+    """The dump files that appear in `folder` (besides `before`), once a stat and a mask file are there."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        new = {p.name for p in folder.iterdir()} - before
+        if len(new) >= 2:
+            return new
+        time.sleep(0.05)
+    raise AssertionError("the engine wrote no dump")

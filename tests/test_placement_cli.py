@@ -95,3 +95,13 @@ def test_ab_on_real_simulated_engines_relaunches_with_the_rules_placement_and_hi
     assert result.after.decode_tps > result.before.decode_tps
     assert result.before.tokens == result.after.tokens > 8 * 150
     assert not list(tmp_path.rglob("expert_distribution_recorder_*.pt"))  # read, then removed
+
+
+def test_a_zero_stride_dump_is_refused_in_one_line_before_anything_is_planned(tmp_path):
+    """507 bytes of torch.save that pose as a 2000-pass recording (one int expanded with stride 0)."""
+    dump = tmp_path / "expert_distribution_recorder_1.pt"
+    torch.save({"logical_count": torch.ones(1, 1, 1, dtype=torch.int32).expand(2000, 60, 128)}, dump)
+    proc = cli("plan", "--dump", str(dump), "--gpu-experts", "4", data_dir=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "shows more elements than its storage of 1 holds" in proc.stderr
+    assert not (tmp_path / "placement").exists()

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import collections
 import io
+import math
 import os
 import pickle
 import struct
 import time
+import tracemalloc
 import zipfile
 from pathlib import Path
 
@@ -28,6 +30,8 @@ from torchzip.writer import RECORD_ALIGNMENT, STORAGE_TYPE_BY_DTYPE, save_tensor
 BUFFER, LAYERS, EXPERTS = 1000, 60, 128
 STAT_NAME = "expert_distribution_recorder_1712345678.123456.pt"
 MASK_NAME = "gpu_expert_distribution_1712345678.123457.pt"
+EXTRA_MEMORY_LIMIT = 200 << 20  # what reading one hostile file may cost
+BOMB_BYTES = 320 << 20  # the deflate bombs' inflated size: past that limit, so a reader that inflates them fails
 
 
 def _torch_value(value):
@@ -254,12 +258,21 @@ class _Reduced:
         return self.reduction
 
 
-def _crafted_file(path: Path, obj: object, storage: bytes = b"") -> Path:
+def _crafted_file(path: Path, obj: object, storage: bytes = b"", bomb: str | None = None) -> Path:
+    """`obj` pickled as torch does, with one storage record; the record named `bomb`, if any, is replaced by a
+    deflate bomb (~0.3 MB in the file, BOMB_BYTES of zeros once inflated)."""
     pickled = io.BytesIO()
     _CraftingPickler(pickled, protocol=2).dump(obj)
     with zipfile.ZipFile(path, "w") as archive:
-        archive.writestr("crafted/data.pkl", pickled.getvalue())
-        archive.writestr("crafted/data/0", storage)
+        for name, content in (("crafted/data.pkl", pickled.getvalue()), ("crafted/data/0", storage)):
+            if name != bomb:
+                archive.writestr(name, content)
+                continue
+            info = zipfile.ZipInfo(name)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            with archive.open(info, "w", force_zip64=True) as member:
+                for _ in range(BOMB_BYTES >> 20):
+                    member.write(bytes(1 << 20))
     return path
 
 
@@ -290,7 +303,7 @@ def test_reader_refuses_a_pickle_that_calls_a_disallowed_global(tmp_path):
         ({"x": _tensor(4, (2, 2), (2, 1))}, bytes(12), "holds 12 bytes, expected 4"),
         ({"x": _tensor(4, (2, 2), (2,))}, bytes(16), "differ in length"),
         ({"x": _tensor(4, (-1,), (1,))}, bytes(16), "bad tensor layout"),
-        ({"x": _tensor(_tensor(1, (4096,), (0,)), (4096,), (1,))}, bytes(4), "not a persistent storage record"),
+        ({"x": _tensor(_tensor(4, (4,), (1,)), (4,), (1,))}, bytes(16), "not a persistent storage record"),
         ([1, 2], b"", "holds a list, expected a dict"),
     ],
     ids=[
@@ -299,7 +312,7 @@ def test_reader_refuses_a_pickle_that_calls_a_disallowed_global(tmp_path):
         "short-storage",
         "stride-rank",
         "negative-size",
-        "broadcast-tensor-as-storage",
+        "tensor-as-storage",
         "not-a-dict",
     ],
 )
@@ -358,3 +371,74 @@ def test_any_truncation_or_byte_damage_either_loads_or_raises_torch_file_error(t
     except TorchFileError:
         return
     assert isinstance(loaded, dict)
+
+
+# Hostile archives: each must end in one clear TorchFileError line, within a bounded amount of memory.
+
+
+@pytest.fixture(scope="module")
+def hostile_archives(tmp_path_factory, small_dump_bytes) -> dict[str, bytes]:
+    folder = tmp_path_factory.mktemp("hostile")
+    storage = np.arange(4, dtype="<i4").tobytes()
+    return {
+        "pickle-bomb": _crafted_file(folder / "pickle.pt", {}, bomb="crafted/data.pkl").read_bytes(),
+        "storage-bomb": _crafted_file(
+            folder / "storage.pt", {"x": _tensor(BOMB_BYTES // 4, (4,), (1,))}, bomb="crafted/data/0"
+        ).read_bytes(),
+        "zero-stride": _crafted_file(folder / "zero.pt", {"x": _tensor(1, (1 << 28, 2), (0, 0))}, storage[:4])
+        .read_bytes(),
+        "valid": small_dump_bytes,
+    }
+
+
+def _hostile_case(data: st.DataObject, archives: dict[str, bytes], tmp_path: Path) -> Path:
+    kind = data.draw(st.sampled_from(["truncated", "zero-stride", "huge-shape", "pickle-bomb", "storage-bomb"]))
+    path = tmp_path / f"{kind}.pt"
+    if kind == "truncated":
+        valid = archives["valid"]
+        path.write_bytes(valid[: data.draw(st.integers(0, len(valid) - 1))])
+    elif kind == "huge-shape":
+        dims = data.draw(st.lists(st.integers(1, 1 << 62), min_size=1, max_size=4))
+        strides = data.draw(st.lists(st.integers(0, 1 << 20), min_size=len(dims), max_size=len(dims)))
+        extent = data.draw(st.integers(1, 64))
+        if math.prod(dims) <= extent:
+            dims[0] = extent + 1
+        _crafted_file(path, {"x": _tensor(extent, tuple(dims), tuple(strides))}, bytes(4 * extent))
+    elif kind == "zero-stride" and data.draw(st.booleans()):
+        rows = data.draw(st.integers(2, 1 << 40))
+        _crafted_file(path, {"x": _tensor(1, (rows,), (0,))}, bytes(4))
+    else:
+        path.write_bytes(archives[kind])
+    return path
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_hostile_archives_end_in_one_clear_error_within_bounded_memory(tmp_path, hostile_archives, data):
+    path = _hostile_case(data, hostile_archives, tmp_path)
+    for mapped in (False, True):
+        tracemalloc.start()
+        try:
+            with pytest.raises(TorchFileError) as raised:
+                load_tensors(path, mapped=mapped)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        message = str(raised.value)
+        assert message.startswith(str(path)) and "\n" not in message
+        assert peak < EXTRA_MEMORY_LIMIT, f"{path.name} (mapped={mapped}) took {peak >> 20} MB"
+
+
+@pytest.mark.parametrize(
+    ("kind", "message"),
+    [
+        ("zero-stride", "shows more elements than its storage of 1 holds"),
+        ("pickle-bomb", "data.pkl holds 335544320 bytes, more than the 1048576 allowed"),
+        ("storage-bomb", "would inflate past 67108864 bytes"),
+    ],
+)
+def test_each_hostile_archive_is_named_for_what_it_is(tmp_path, hostile_archives, kind, message):
+    path = tmp_path / "hostile.pt"
+    path.write_bytes(hostile_archives[kind])
+    with pytest.raises(TorchFileError, match=message):
+        load_tensors(path)

@@ -80,3 +80,18 @@ def test_an_app_without_an_upload_component_refuses_uploads(app):
                             headers=headers)
             assert answer.status_code == 403, (mount, answer.status_code, answer.text[:200])
             assert "takes no files" in answer.text
+
+
+def test_a_chat_id_not_in_the_list_gets_a_plain_message_not_gradios_choices_error(app):
+    with client(app) as c:
+        main = config(c, "")
+        picker = next(comp["id"] for comp in main["components"]
+                      if comp.get("props", {}).get("elem_id") == "m3-chat-list")
+        dep = next(d for d in main["dependencies"] if d["backend_fn"] and d["inputs"][-1:] == [picker])
+        for chat_id in ("\x00", "no-such-chat", 7):
+            answer, session = join(c, "", dep["id"], [*form_values(main, dep)[:-1], chat_id])
+            assert answer.status_code == 200, answer.text
+            done = completed(c, "", session)
+            shown = json.dumps(done)
+            assert done["success"] is False and "not in the list of choices" not in shown, done
+            assert "That chat is not in this page's list" in done["output"]["error"], done

@@ -5,12 +5,18 @@ an unpickler that resolves only `torch._utils._rebuild_tensor_v2`, torch's typed
 `collections.OrderedDict`; any other global is refused before it is imported. Tensors come back as
 read-only numpy views of the storage bytes (no copy), whatever device tag the file records (the real stat
 recorder saves from "cuda:0").
+
+Reading is bounded, whatever the file claims: a tensor may show no more elements than its storage holds (a
+zero-stride layout of a 4-byte storage could otherwise pose as gigabytes for the first caller that sums it),
+`data.pkl` may hold at most MAX_PICKLE_BYTES, and compressed records (torch.save writes none) may inflate to
+at most MAX_INFLATED_BYTES in all, so a deflate bomb ends in an error, not in the memory it asks for.
 """
 
 from __future__ import annotations
 
 import collections
 import io
+import math
 import mmap
 import os
 import pickle
@@ -22,6 +28,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from torchzip.writer import STORAGE_TYPE_BY_DTYPE
+
+MAX_PICKLE_BYTES = 1 << 20  # a recorder dump's data.pkl is a few hundred bytes
+MAX_INFLATED_BYTES = 64 << 20  # compressed records, all of one file together (a real M3 dump is ~40 MB)
 
 
 class TorchFileError(ValueError):
@@ -63,6 +72,9 @@ def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, bac
     last = storage_offset + sum((extent - 1) * step for extent, step in zip(size, stride, strict=True))
     if last >= elements.size:
         raise TorchFileError(f"tensor reaches element {last} of a storage of {elements.size}")
+    if math.prod(size) > elements.size:
+        raise TorchFileError(f"a tensor of shape {size} shows more elements than its storage of {elements.size} "
+                             "holds (an overlapping or zero-stride layout)")
     itemsize = elements.dtype.itemsize
     return np.lib.stride_tricks.as_strided(
         elements[storage_offset:], shape=size, strides=[step * itemsize for step in stride], writeable=False
@@ -77,34 +89,60 @@ def _is_index_tuple(value: object) -> bool:
     return isinstance(value, tuple) and all(_is_index(item) for item in value)
 
 
-class _MappedMembers:
-    """Zip members as views of a memory map of the file: no copy and no CRC pass (~17 ms for a 30 MB stat
-    dump, against ~2 ms to sum it). Compressed members (torch.save writes none) fall back to a read."""
+class _Records:
+    """The archive's records, each read at most once into memory and never past its bound: stored records are
+    bounded by the file itself, compressed ones share one inflation budget."""
+
+    def __init__(self, archive: zipfile.ZipFile) -> None:
+        self._archive = archive
+        self._inflation_left = MAX_INFLATED_BYTES
+
+    def read(self, name: str, limit: int) -> bytes | memoryview:
+        """The record's bytes; TorchFileError if it holds (or claims to hold) more than `limit`."""
+        info = self._archive.getinfo(name)
+        if info.file_size > limit:
+            raise TorchFileError(f"record {name} holds {info.file_size} bytes, more than the {limit} allowed")
+        if info.compress_type == zipfile.ZIP_STORED:
+            return self._stored(info)
+        if info.file_size > self._inflation_left:
+            raise TorchFileError(f"record {name} would inflate past {MAX_INFLATED_BYTES} bytes of compressed records")
+        with self._archive.open(info) as record:
+            data = record.read(info.file_size + 1)
+        if len(data) > info.file_size:  # zipfile stops at the declared size; this only guards that promise
+            raise TorchFileError(f"record {name} inflates past its declared {info.file_size} bytes")
+        self._inflation_left -= len(data)
+        return data
+
+    def size(self, name: str) -> int:
+        return self._archive.getinfo(name).file_size
+
+    def _stored(self, info: zipfile.ZipInfo) -> bytes | memoryview:
+        return self._archive.read(info)
+
+
+class _MappedRecords(_Records):
+    """Stored records as views of a memory map of the file: no copy and no CRC pass (~17 ms for a 30 MB stat
+    dump, against ~2 ms to sum it)."""
 
     def __init__(self, archive: zipfile.ZipFile, mapped: mmap.mmap) -> None:
-        self._archive = archive
+        super().__init__(archive)
         self._mapped = mapped
 
-    def read(self, name: str) -> bytes | memoryview:
-        info = self._archive.getinfo(name)
-        if info.compress_type != zipfile.ZIP_STORED:
-            return self._archive.read(name)
+    def _stored(self, info: zipfile.ZipInfo) -> bytes | memoryview:
         header = self._mapped[info.header_offset : info.header_offset + 30]
         if len(header) < 30 or header[:4] != b"PK\x03\x04":
-            raise TorchFileError(f"record {name} has no local header")
+            raise TorchFileError(f"record {info.filename} has no local header")
         name_length, extra_length = struct.unpack("<HH", header[26:30])
         start = info.header_offset + 30 + name_length + extra_length
         if start + info.file_size > len(self._mapped):
-            raise TorchFileError(f"record {name} runs past the end of the file")
+            raise TorchFileError(f"record {info.filename} runs past the end of the file")
         return memoryview(self._mapped)[start : start + info.file_size]
 
 
 class _RestrictedUnpickler(pickle.Unpickler):
-    def __init__(
-        self, data: bytes, archive: zipfile.ZipFile | _MappedMembers, prefix: str, byteorder: str
-    ) -> None:
+    def __init__(self, data: bytes | memoryview, records: _Records, prefix: str, byteorder: str) -> None:
         super().__init__(io.BytesIO(data))
-        self._archive = archive
+        self._records = records
         self._prefix = prefix
         self._byteorder = byteorder
         self._storages: dict[str, _Storage] = {}
@@ -125,10 +163,12 @@ class _RestrictedUnpickler(pickle.Unpickler):
         if not (isinstance(storage_type, _StorageType) and isinstance(key, str) and _is_index(numel)):
             raise TorchFileError(f"malformed storage reference {pid!r:.200}")
         if key not in self._storages:
-            data = self._archive.read(f"{self._prefix}data/{key}")
+            name = f"{self._prefix}data/{key}"
             dtype = storage_type.dtype.newbyteorder("<" if self._byteorder == "little" else ">")
-            if len(data) != numel * dtype.itemsize:
-                raise TorchFileError(f"storage {key} holds {len(data)} bytes, expected {numel} x {dtype}")
+            size = self._records.size(name)
+            if size != numel * dtype.itemsize:
+                raise TorchFileError(f"storage {key} holds {size} bytes, expected {numel} x {dtype}")
+            data = self._records.read(name, size)
             array = np.frombuffer(data, dtype=dtype)
             self._storages[key] = _Storage(array if dtype.isnative else array.astype(dtype.newbyteorder("=")))
         storage = self._storages[key]
@@ -145,9 +185,9 @@ def _archive_prefix(archive: zipfile.ZipFile) -> str:
     return pickles[0].removesuffix("data.pkl")
 
 
-def _read_byteorder(archive: zipfile.ZipFile, prefix: str) -> str:
+def _read_byteorder(records: _Records, prefix: str) -> str:
     try:
-        byteorder = archive.read(f"{prefix}byteorder").decode("ascii")
+        byteorder = bytes(records.read(f"{prefix}byteorder", 16)).decode("ascii")
     except KeyError:
         return "little"  # files from before torch recorded it were little-endian in practice
     if byteorder not in ("little", "big"):
@@ -180,11 +220,13 @@ def _load_open_file(file: io.BufferedReader, path: str, mapped: bool = False) ->
     try:
         with zipfile.ZipFile(file) as archive:
             prefix = _archive_prefix(archive)
-            members = (
-                _MappedMembers(archive, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)) if mapped else archive
+            records = (
+                _MappedRecords(archive, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ))
+                if mapped
+                else _Records(archive)
             )
             unpickler = _RestrictedUnpickler(
-                archive.read(f"{prefix}data.pkl"), members, prefix, _read_byteorder(archive, prefix)
+                records.read(f"{prefix}data.pkl", MAX_PICKLE_BYTES), records, prefix, _read_byteorder(records, prefix)
             )
             obj = unpickler.load()
     except TorchFileError as error:

@@ -1,7 +1,8 @@
 """A worker to add to a serving fleet, built and checked before anything starts.
 
 A launched worker is the fleet's engine settings (a template: those of a worker launched at start) on a port of
-its own, with its own GPUs and any further changes; an attached one is a URL that must already answer /health.
+its own, with its own GPUs and any further changes; an attached one is a URL that must already prove it is an
+engine serving the fleet's model (launch/fleet/worker_proof.py).
 `check_addition` runs every check the fleet would run at start on the grown fleet (URLs, duplicates, ports,
 GPUs, NUMA nodes) plus the new engine's own preflight (its port free, its paths, its settings), so a bad addition
 is refused with every reason and nothing is launched or registered.
@@ -12,15 +13,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-import httpx
-
 from launch.findings import Finding
 from launch.fleet.spec import AttachedWorker, Fleet, LaunchedWorker
 from launch.fleet.validation import validate_fleet
+from launch.fleet.worker_proof import prove_worker
 from launch.preflight import free_port, plan_launch
 from launch.settings import LaunchSettings
-
-HEALTH_TIMEOUT_S = 3.0
 
 
 def taken_ports(fleet: Fleet) -> set[int]:
@@ -38,9 +36,10 @@ def launched_worker(fleet: Fleet, template: LaunchSettings, port: int | None = N
     return LaunchedWorker(template.replace(**(changes or {}), port=port), gpus=gpus)
 
 
-def check_addition(fleet: Fleet, worker: AttachedWorker | LaunchedWorker) -> list[Finding]:
+def check_addition(fleet: Fleet, worker: AttachedWorker | LaunchedWorker, model: str | None = None) -> list[Finding]:
     """What adding `worker` (attached, or launched on this host) brings: the grown fleet's findings that the fleet
-    did not have, and the new engine's own. Any error means it must not be added."""
+    did not have, and the new engine's own; an attached one must prove it is an engine serving `model` (the
+    fleet's, when known). Any error means it must not be added."""
     before = {(f.field, f.message) for f in validate_fleet(fleet)}
     findings = [f for f in validate_fleet(replace(fleet, workers=(*fleet.workers, worker)))
                 if (f.field, f.message) not in before]
@@ -48,7 +47,7 @@ def check_addition(fleet: Fleet, worker: AttachedWorker | LaunchedWorker) -> lis
         findings += _check_gpus_pinned(fleet, worker)
         findings += plan_launch(worker.settings, worker.engine(fleet.engine)).findings
     elif not any(f.is_error and f.check == "worker_url" for f in findings):
-        findings += _check_answers(worker)
+        findings += _check_answers(worker, model)
     return findings
 
 
@@ -63,15 +62,10 @@ def _check_gpus_pinned(fleet: Fleet, worker: LaunchedWorker) -> list[Finding]:
                     f"e.g. {','.join(free)}", check="gpus")]
 
 
-def _check_answers(worker: AttachedWorker) -> list[Finding]:
-    url = f"{worker.url.rstrip('/')}/health"
-    try:
-        with httpx.Client(timeout=HEALTH_TIMEOUT_S, trust_env=False) as client:
-            status = client.get(url).status_code
-    except httpx.HTTPError as exc:
-        return [Finding("error", "url", f"nothing answers at {url} ({type(exc).__name__})",
-                        "start the engine there first, then attach it", check="worker_unreachable")]
-    if status != 200:
-        return [Finding("error", "url", f"{url} answered {status}, not 200: the engine is not ready",
-                        "attach it once it serves", check="worker_unreachable")]
-    return []
+def _check_answers(worker: AttachedWorker, model: str | None) -> list[Finding]:
+    proof = prove_worker(worker.url).for_model(model)
+    if proof.proven:
+        return []
+    fix = ("start the engine there first, then attach it" if not proof.conclusive
+           else "attach an sglang-kt engine serving the fleet's model")
+    return [Finding("error", "url", proof.problem or "", fix, check="worker_unproven")]

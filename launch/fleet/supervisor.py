@@ -7,12 +7,18 @@ worker that is not ready (dead, restarting) is removed from the router at once, 
 healthy workers, and is added back when its restart is ready. The fleet is ready when the router answers
 /health and lists every worker healthy; a router that dies fails the fleet, and everything is stopped. What a
 killed supervisor leaves running is stopped by the next one (launch/fleet/recovery.py).
+
+No worker gets a prompt before it proved to be an engine serving the fleet's model (launch/fleet/worker_proof.py:
+its /v1/models and /server_info parse, and name the model of the first worker proven, a launched one first). A
+prover thread asks every worker again every few seconds: one whose answers stop parsing is taken out of the router
+and shown untrusted, with what it sent, until it proves itself again.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
@@ -29,8 +35,9 @@ from launch.fleet.router_api import (
     router_healthy,
 )
 from launch.fleet.router_process import RouterProcess
-from launch.fleet.spec import Fleet, LaunchedWorker, Worker
+from launch.fleet.spec import AttachedWorker, Fleet, LaunchedWorker, Worker
 from launch.fleet.validation import validate_fleet
+from launch.fleet.worker_proof import Proof, prove_worker
 from launch.private_files import private_dir
 from launch.restart_policy import RestartPolicy
 from launch.run_folder import new_run_folder
@@ -40,6 +47,8 @@ TICK_S = 0.2
 ROUTER_POLL_S = 5.0
 ADD_PATIENCE_S = 10.0  # a worker added to the router and not yet listed is added again after this
 STOP_GRACE_S = 5.0
+PROOF_EVERY_S = 5.0  # each worker proves itself again this often
+PROOF_RETRY_S = 0.5  # while some worker has not proved itself yet, or did not answer (it may be restarting)
 # Workers are restarted soon and often: the others carry the load meanwhile.
 HEALING = RestartPolicy(enabled=True, max_attempts=5, window_s=600.0, first_delay_s=1.0, max_delay_s=30.0)
 
@@ -62,8 +71,9 @@ class WorkerStatus:
     in_router: bool
     healthy: bool  # as the router sees it
     load: int  # the router's count of its requests in flight there; -1: not in the router
-    outages: int  # times it was taken out of the router (died, or restarting)
+    outages: int  # times it was taken out of the router (died, restarting, or its answers stopped parsing)
     restarts: int = 0  # automatic restarts of a launched worker's engine
+    untrusted: str | None = None  # why it gets no prompts: it has not proved to be an engine serving the model
 
 
 @dataclass(frozen=True)
@@ -97,8 +107,12 @@ class FleetSupervisor:
         self._ready_seen: dict[str, bool] = {}  # each launched worker's readiness at the last look at the router
         self._next_poll = 0.0
         self._adding: dict[str, float] = {}  # worker URL -> when an addition still unlisted may be repeated
+        self._proofs: dict[str, Proof] = {}  # worker URL -> its last conclusive proof
+        self._silent: set[str] = set()  # workers that did not answer their last proof: never added to the router
+        self._model: str | None = None  # the model the fleet serves: that of the first worker proven
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._prover: threading.Thread | None = None
 
     # --- starting and stopping ---------------------------------------------------------------------
 
@@ -111,6 +125,7 @@ class FleetSupervisor:
             self._state, self._detail, self._stop = FleetState.STARTING, "starting workers", threading.Event()
             self._engines, self._router, self._listed, self._launched = {}, None, {}, 0
             self._ready_seen, self._next_poll, self._adding = {}, 0.0, {}
+            self._proofs, self._model, self._silent = {}, None, set()
             try:
                 for worker in self.fleet.local_workers:
                     self._launch(worker)
@@ -120,7 +135,9 @@ class FleetSupervisor:
                 raise
             self._outages, self._restarts = {}, {}
             self._thread = threading.Thread(target=self._watch, name="fleet-watcher", daemon=True)
+            self._prover = threading.Thread(target=self._prove, args=(self._stop,), name="fleet-prover", daemon=True)
             self._thread.start()
+            self._prover.start()
             return run_dir
 
     def stop(self) -> None:
@@ -131,8 +148,9 @@ class FleetSupervisor:
             self._state, self._detail = FleetState.STOPPING, "stopping"
             self._stop.set()
             self._changed.notify_all()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=10)
+        for thread in (self._thread, self._prover):
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(timeout=10)
         self._stop_all()
         with self._lock:
             self._state, self._detail = FleetState.STOPPED, "stopped"
@@ -165,6 +183,45 @@ class FleetSupervisor:
                 self._fail(f"fleet supervision failed: {exc!r}")
                 return
 
+    def _prove(self, stop: threading.Event) -> None:
+        """Every worker proves itself, side by side, every PROOF_EVERY_S (every PROOF_RETRY_S while one has not)."""
+        with ThreadPoolExecutor(8, thread_name_prefix="fleet-proof") as pool:
+            while not stop.is_set():
+                with self._lock:
+                    keys = {url: self._api_key(url) for url in self.fleet.worker_urls}
+                proofs = dict(zip(keys, pool.map(prove_worker, keys, keys.values()), strict=True))
+                with self._lock:
+                    self._record_proofs(proofs)
+                    settled = not self._silent and all(self._trusted(url) for url in self.fleet.worker_urls)
+                stop.wait(PROOF_EVERY_S if settled else PROOF_RETRY_S)
+
+    def _api_key(self, url: str) -> str | None:
+        """The key a worker expects: a launched one's own; for an attached one, the launched workers'."""
+        launched = [w for w in self.fleet.workers if isinstance(w, LaunchedWorker)]
+        own = next((w for w in launched if w.url.rstrip("/") == url), None)
+        return own.settings.api_key if own is not None else next((w.settings.api_key for w in launched), None)
+
+    def _record_proofs(self, proofs: dict[str, Proof]) -> None:
+        """Keep each conclusive proof (a worker that did not answer keeps its last one); the first worker proven,
+        a launched one first, names the fleet's model. Under the lock."""
+        current = set(self.fleet.worker_urls)
+        self._proofs.update({url: proof for url, proof in proofs.items() if proof.conclusive and url in current})
+        self._silent = {url for url, proof in proofs.items() if not proof.conclusive}
+        if self._model is None:
+            order = sorted(self.fleet.worker_urls, key=lambda url: url not in self._engines)
+            self._model = next((self._proofs[u].model for u in order if u in self._proofs and self._proofs[u].proven),
+                               None)
+
+    def _trusted(self, url: str) -> bool:
+        return self._untrusted(url) is None
+
+    def _untrusted(self, url: str) -> str | None:
+        """Why `url` gets no prompts (None: it proved to be an engine serving the fleet's model)."""
+        proof = self._proofs.get(url)
+        if proof is None:
+            return "it has not yet proved to be an engine (its /v1/models and /server_info)"
+        return proof.for_model(self._model).problem
+
     def _tick_workers_starting(self, elapsed: float) -> bool:
         """Before the router: wait for every launched worker. False when the fleet has failed."""
         states = [engine.snapshot() for engine in list(self._engines.values())]
@@ -178,6 +235,21 @@ class FleetSupervisor:
                 self._fail(f"only {ready} of {len(states)} workers were ready after {self.startup_timeout_s:.0f} s")
                 return False
             self._set_detail(f"starting workers: {ready} of {len(states)} ready")
+            return True
+        with self._lock:
+            untrusted = {i: (url, self._untrusted(url), url in self._proofs)
+                         for i, url in enumerate(self.fleet.worker_urls, 1) if not self._trusted(url)}
+        refused = next(((i, url, why) for i, (url, why, answered) in untrusted.items() if answered), None)
+        if refused is not None:  # it answered, and not as an engine serving the fleet's model
+            self._fail(f"worker {refused[0]} ({refused[1]}) cannot serve the fleet: {refused[2]}")
+            return False
+        if untrusted:
+            if elapsed > self.startup_timeout_s:
+                self._fail(f"{len(untrusted)} worker(s) did not prove to be engines within "
+                           f"{self.startup_timeout_s:.0f} s")
+                return False
+            i, (url, why, _) = next(iter(untrusted.items()))
+            self._set_detail(f"waiting for worker {i} ({url}) to prove it is an engine: {why}")
             return True
         assert self._run_dir is not None
         with self._lock:
@@ -198,7 +270,9 @@ class FleetSupervisor:
             self._fail(f"the router exited with status {self._router.exit_code}: {tail}")
             return False
         self._router.follow_log()  # bounds its log (a line per request)
-        ready = {url: engine.state is EngineState.READY for url, engine in list(self._engines.items())}
+        with self._lock:  # a worker gets prompts once its engine is ready (a launched one) and it proved itself
+            ready = {url: self._trusted(url) and (url not in self._engines or self._engines[url].state is
+                                                   EngineState.READY) for url in self.fleet.worker_urls}
         now = time.monotonic()
         serving = self._state in (FleetState.READY, FleetState.DEGRADED)
         if serving and ready == self._ready_seen and now < self._next_poll:
@@ -230,8 +304,8 @@ class FleetSupervisor:
         return True
 
     def _reconcile(self, router_url: str, listed: dict[str, RouterWorker], ready: dict[str, bool]) -> bool:
-        """Only a ready engine is in the router; one that died is taken out at once and put back once ready.
-        True while a change is under way."""
+        """Only a ready, proven engine is in the router; one that died or whose answers stopped parsing is taken
+        out at once and put back once ready and proven. True while a change is under way."""
         busy = False
         now = time.monotonic()
         for url, is_ready in ready.items():
@@ -247,7 +321,7 @@ class FleetSupervisor:
                 busy = True
                 # Checked again (remove() may have just dropped it); and an addition in the router's queue is not
                 # repeated until it had time to land.
-                if url in self._engines and now >= self._adding.get(url, 0.0):
+                if url in self.fleet.worker_urls and url not in self._silent and now >= self._adding.get(url, 0.0):
                     add_worker(router_url, url)
                     self._adding[url] = now + ADD_PATIENCE_S
         return busy
@@ -272,6 +346,11 @@ class FleetSupervisor:
     def state(self) -> FleetState:
         return self._state
 
+    @property
+    def model(self) -> str | None:
+        """The model the fleet serves (None until a worker proved which)."""
+        return self._model
+
     def wait_ready(self, timeout: float) -> bool:
         with self._changed:
             self._changed.wait_for(lambda: self._state is not FleetState.STARTING, timeout)
@@ -288,10 +367,12 @@ class FleetSupervisor:
                 detail = snap.phase_detail if snap else "started elsewhere"
                 if snap and snap.state is EngineState.FAILED and snap.auto_restart is not None:
                     detail += f"; {snap.auto_restart.describe(time.time())}"
+                untrusted = self._untrusted(url)
                 workers.append(WorkerStatus(
-                    url, engine is not None, snap.state.value if snap else "attached", detail, entry is not None,
-                    bool(entry and entry.healthy), entry.load if entry else -1, self._outages.get(url, 0),
-                    self._restarts.get(url, 0)))
+                    url, engine is not None, snap.state.value if snap else "attached",
+                    f"{detail}; no prompts: {untrusted}" if untrusted else detail, entry is not None,
+                    bool(entry and entry.healthy) and untrusted is None, entry.load if entry else -1,
+                    self._outages.get(url, 0), self._restarts.get(url, 0), untrusted))
             return FleetSnapshot(self._state, self._detail, self.fleet.router.url,
                                  self._router.pid if self._router else None, tuple(workers), self._run_dir)
 
@@ -330,8 +411,27 @@ class FleetSupervisor:
             self._restarts[url] = self._restarts.get(url, 0) + 1
 
     def add(self, worker: Worker) -> None:
-        """Add a worker while the fleet serves: an attached one joins the router now, a launched one (on this host)
-        once it is ready. Refused with the reason when the fleet with it would not pass validation."""
+        """Add a worker while the fleet serves: an attached one joins the router now, once it proved to be an engine
+        serving the fleet's model, a launched one (on this host) once it is ready and proved it. Refused with the
+        reason when the fleet with it would not pass validation, or an attached one does not prove itself."""
+        self._grown_by(worker)
+        if isinstance(worker, AttachedWorker):  # asked outside the lock: it may wait on the worker for seconds
+            url = worker.url.rstrip("/")
+            proof = prove_worker(url, self._api_key(url)).for_model(self._model)
+            if not proof.proven:
+                raise ValueError(f"{proof.problem}: only an engine serving the fleet's model is attached")
+        with self._lock:
+            self.fleet = self._grown_by(worker)  # checked again: the fleet may have changed meanwhile
+            self._next_poll = 0.0  # the fleet's state counts it from the next look at the router
+            if isinstance(worker, LaunchedWorker):
+                self._launch(worker)
+                return
+            self._proofs[url] = proof
+            add_worker(self.fleet.router.url, url)
+
+    def _grown_by(self, worker: Worker) -> Fleet:
+        """The fleet with `worker` added; RuntimeError unless it serves, ValueError with every reason when the
+        grown fleet would not pass validation."""
         with self._lock:
             if self._state not in (FleetState.READY, FleetState.DEGRADED) or self._router is None:
                 raise RuntimeError(f"workers are added to a serving fleet; this one is {self._state.value}")
@@ -342,12 +442,7 @@ class FleetSupervisor:
                                       check="remote_launch"))
             if errors:
                 raise ValueError("; ".join(f.message for f in errors))
-            self.fleet = grown
-            self._next_poll = 0.0  # the fleet's state counts it from the next look at the router
-            if isinstance(worker, LaunchedWorker):
-                self._launch(worker)
-            else:
-                add_worker(self.fleet.router.url, worker.url.rstrip("/"))
+            return grown
 
     def remove(self, url: str) -> None:
         """Take a worker out of the router and the fleet; a launched one is stopped."""
@@ -363,6 +458,7 @@ class FleetSupervisor:
             engine = self._engines.pop(url, None)
             self._restarts.pop(url, None)  # a worker added again later on this URL starts counting afresh
             self._outages.pop(url, None)
+            self._proofs.pop(url, None)
             entry = self._listed.pop(url, None)
         if entry is not None and self._router is not None:
             remove_worker(self.fleet.router.url, entry)

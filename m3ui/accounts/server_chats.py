@@ -5,6 +5,9 @@ says which revision it was made from; a save from an older revision (another tab
 never dropped and never overwrites: it is kept as a new chat, a branch, beside the one it diverged from.
 Chats are stored as the browser stores them (m3ui.conversation.library.chat_record), so import and export share
 one format. Bounded: a chat's record and a user's number of chats have limits.
+
+Only enabled accounts keep chats here, with one exception: the answer an account was given while it was enabled
+is saved when it ends, even if the account was disabled while it streamed (`answer_ending`).
 """
 
 from __future__ import annotations
@@ -13,6 +16,9 @@ import json
 import secrets
 import sqlite3
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 
 from m3ui.accounts.store import AccountError, AccountStore
@@ -21,6 +27,8 @@ from m3ui.conversation.library import CHAT_ID, SavedChat, chat_from_record, chat
 MAX_RECORD_CHARS = 4_000_000
 MAX_CHATS_PER_USER = 5_000
 BRANCH_SUFFIX = " (other device)"
+# The person whose answer is being saved as it ends, in this thread: they may have been disabled meanwhile.
+_ANSWER_ENDING: ContextVar[str | None] = ContextVar("answer_ending", default=None)
 
 
 @dataclass(frozen=True)
@@ -43,8 +51,21 @@ class ServerChats:
         self.accounts = accounts
         self.db = accounts.db
 
+    @staticmethod
+    @contextmanager
+    def answer_ending(user: str) -> Iterator[None]:
+        """Within: `user`'s chats are written even if the account was disabled while its answer streamed (an
+        answer already streaming is not cut off, and it is saved with its question). Never around a yield."""
+        token = _ANSWER_ENDING.set(user)
+        try:
+            yield
+        finally:
+            _ANSWER_ENDING.reset(token)
+
     def _user_id(self, name: str) -> int:
         user = self.accounts.active(name)
+        if user is None and _ANSWER_ENDING.get() == name:
+            user = self.accounts.get(name)
         if user is None:
             raise AccountError("chats are kept on the server for signed-in accounts only")
         return user.id

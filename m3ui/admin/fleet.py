@@ -177,7 +177,7 @@ class FleetDesk:
     def _add(self, worker: AttachedWorker | LaunchedWorker, done: str) -> Outcome:
         assert self.fleet is not None
         verb = "launched" if isinstance(worker, LaunchedWorker) else "attached"
-        findings = tuple(check_addition(self.fleet.fleet, worker))
+        findings = tuple(check_addition(self.fleet.fleet, worker, self.fleet.model))
         if any(f.is_error for f in findings):
             return Outcome("error", f"Not {verb}: fix what is listed below.", findings)
         try:

@@ -35,6 +35,8 @@ RETRY_HINT = "Your message is kept: press Regenerate to try again."
 AFTER_RESTART_HINT = "Your message is kept: press Regenerate once the engine is ready again."
 CAPPED_TEXT = ("The engine went on past the Max tokens limit, so this app cut the answer off and stopped the "
                "request. The engine seems to ignore max_tokens: check how it was started.")
+IN_FLIGHT_TEXT = ("This answer was saved while it streamed and did not end here: the app stopped meanwhile. Press "
+                  "Regenerate for a whole one.")
 STOPPED_TEXT = "You stopped the answer; what had arrived is kept. Press Regenerate for a new one."
 
 
@@ -116,6 +118,18 @@ class LiveAnswer:
 
     def steps(self) -> tuple[StepView, ...]:
         return tuple(step.view() for step in self._steps)
+
+    def so_far(self, chat: SavedChat) -> SavedChat:
+        """The question's `chat` with what the answer streamed so far, every step's text in one turn, and a note
+        saying it did not end there: saved while it streams, so an app that is killed keeps it. The settled answer
+        replaces it."""
+        views = self.steps()
+        content, reasoning = "".join(v.content for v in views), "".join(v.reasoning for v in views)
+        if not (content or reasoning):
+            return chat
+        conversation = chat.conversation.add(AssistantTurn(content, reasoning))
+        return chat.with_conversation(conversation).add_notes(
+            ChatNote(len(conversation.turns) - 1, "cut", IN_FLIGHT_TEXT))
 
     def settle(self, chat: SavedChat, engine_failure: str | WorkerLost | None = None) -> SavedChat:
         """The chat with this finished answer saved: every turn the loop completed, plus the partial text of a

@@ -33,6 +33,7 @@ EngineFailure = Callable[[], str | WorkerLost | None]
 DEATH_SIGNS: frozenset[ErrorKind] = frozenset({"dropped", "connection"})
 FAILURE_WAIT_S = 2.0
 FAILURE_POLL_S = 0.1
+PARTIAL_SAVE_S = 1.0  # an answer that streams is saved at most this often, so a killed app keeps what arrived
 
 
 class SessionBusy(RuntimeError):
@@ -59,6 +60,7 @@ class AnswerUpdate:
     chat: SavedChat  # the question's chat; once answered, with the answer (and any note) saved into it
     live: tuple[StepView, ...] = ()
     awaiting_approval: CallView | None = None  # the tool call waiting for the user's decision
+    so_far: SavedChat | None = None  # streaming, at most once per PARTIAL_SAVE_S: the chat with the answer so far
 
     @property
     def done(self) -> bool:
@@ -130,16 +132,23 @@ class ChatRunner:
         run, live = started, LiveAnswer()
         try:
             yield AnswerUpdate("started", request.chat)
+            save_due = time.monotonic() + PARTIAL_SAVE_S
             for batch in run.batches():
                 for event in batch:
                     live.feed(event)
                 if live.finished is None:
-                    yield AnswerUpdate("streaming", request.chat, live.steps(), live.awaiting_approval)
+                    so_far = None
+                    if time.monotonic() >= save_due:
+                        so_far, save_due = live.so_far(request.chat), time.monotonic() + PARTIAL_SAVE_S
+                    yield AnswerUpdate("streaming", request.chat, live.steps(), live.awaiting_approval, so_far)
             saved = live.settle(request.chat, self._failure_behind(live))
             self._record_usage(request.user, live, run)
-            if self._hit_rate is not None:  # the lookup may take a while: show the answer first
+            # An answer that broke off gets no hit rate: its lookup dumps the engine's recorder, which a hung
+            # engine would answer only at the recorder's timeout (the stall error came 17-20 s late).
+            looked_up = self._hit_rate is not None and live.finished is not None and live.finished.error is None
+            if looked_up:  # the lookup may take a while: show the answer first
                 yield AnswerUpdate("answered", saved)
-            yield AnswerUpdate("done", self._with_hit_rate(saved, run))
+            yield AnswerUpdate("done", self._with_hit_rate(saved, run) if looked_up else saved)
         finally:
             run.stop()  # no-op once finished; when the consumer left early, the engine must see a disconnect
             self.runs.end(session, run)

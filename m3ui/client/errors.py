@@ -29,8 +29,12 @@ def server_message(body: object, fallback: str) -> str:
 
 
 def preview(text: str) -> str:
-    """The start of an unexpected body, on one line."""
+    """The start of an unexpected body, on one line, control characters escaped (a NUL reads as \\x00);
+    "nothing" for an empty one, so a message never ends in an empty "(it sent: )"."""
     flat = " ".join(safe_text(text).split())
+    if not flat:
+        return "nothing" if not text else f"only blanks ({len(text)} characters)"
+    flat = "".join(char if char.isprintable() else ascii(char)[1:-1] for char in flat)
     return flat if len(flat) <= PREVIEW_CHARS else flat[:PREVIEW_CHARS] + "…"
 
 

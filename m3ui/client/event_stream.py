@@ -21,8 +21,10 @@ def event_batches(body: Iterable[bytes]) -> Iterator[list[str]]:
     (a piece is one network read: what the engine sent meanwhile). UnicodeDecodeError for bytes that are not
     UTF-8, once the events before them have been handed over.
 
-    An unfinished event at the end of the body is dropped, as the SDK does (no blank line dispatched it)."""
+    An unfinished event at the end of the body is dropped, as the SDK does (no blank line dispatched it); but a
+    body that never completed an event at all is no event stream, and json.JSONDecodeError carries what it sent."""
     pending = b""
+    dispatched = False
     for piece in body:
         pending += piece
         if b"\r" in pending:
@@ -34,17 +36,22 @@ def event_batches(body: Iterable[bytes]) -> Iterator[list[str]]:
         for event in events:
             try:
                 data = _data_of(event.decode("utf-8"))
-            except UnicodeDecodeError:
+            except (UnicodeDecodeError, json.JSONDecodeError):
                 if batch:
                     yield batch
                 raise
             if data is not None:
                 batch.append(data)
         if batch:
+            dispatched = True
             yield batch
+    if not dispatched and pending.strip():
+        raise json.JSONDecodeError("a body that is not an event stream", pending.decode("utf-8", "replace"), 0)
 
 
 def _data_of(event: str) -> str | None:
+    """The event's data; json.JSONDecodeError carrying the whole event when it has fields but no data (a body
+    that is not SSE at all reads as such an event, and its empty data would not be JSON either)."""
     if event.startswith(DATA_PREFIX) and "\n" not in event:
         return event[len(DATA_PREFIX) :]
     data: list[str] = []
@@ -53,9 +60,11 @@ def _data_of(event: str) -> str | None:
         if not line or line.startswith(":"):  # a comment (keep-alive)
             continue
         field, _, value = line.partition(":")
-        dispatched = True  # any field makes an event, even one with no data (which then is not JSON)
+        dispatched = True  # any field makes an event, as the SDK reads the stream
         if field == "data":
             data.append(value[1:] if value.startswith(" ") else value)
+    if dispatched and not data:
+        raise json.JSONDecodeError("an event without a data field", event, 0)
     return "\n".join(data) if dispatched else None
 
 

@@ -13,6 +13,11 @@ with `hit_rate_between()`. A dump pauses the engine's scheduler, so checkpoints 
 a dump is due or in flight waits for the next dump that begins after it was asked, and checkpoints' dumps begin at
 least `checkpoint_gap_s` apart, so N answers that end together cost one dump, not N in a row (a lone answer's
 dump, the periodic ones aside, begins at once).
+
+No dump is left behind for good (a real M3 dump is ~40 MB): one that lands after its dump call timed out is read
+by the next poll, and one that nobody will read (it was there before recording started: a dump that timed out
+before the engine went away and came back, or that was in flight when the app died) is deleted once it is
+`stale_after_s` old, at most SWEEP_FILES a poll. A folder the monitor stops watching is swept the same way.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from launch.sim.recorder import DEFAULT_RECORDER_DIR, RECORDER_DIR_ENV
 from m3ui.experts.dump_reader import DumpReduction, read_dump
 from m3ui.experts.heatmap import png_data_url, render_heatmap
 from m3ui.experts.hit_rate import ExpertRank, HitRate, coldest_gpu_experts, hottest_cpu_experts
-from m3ui.experts.recorder_files import DumpPair, list_dump_files, pair_dumps
+from m3ui.experts.recorder_files import DumpFile, DumpPair, list_dump_files, pair_dumps
 from m3ui.experts.window import ExpertSlice, ExpertWindow, HitRatePoint
 from m3ui.monitor.engine import EngineSnapshot
 from m3ui.monitor.engine_parse import ServerInfo
@@ -49,6 +54,8 @@ ResidencySource = Literal["recorded", "assumed", "unknown"]
 SUPPORTED_MODE = "stat"  # per_pass / per_token dump per-pass record lists, not counts
 _UNREADABLE_AFTER_S = 10.0  # a dump file still unreadable this long after it was written is damaged
 _MISSING_DUMPS_BEFORE_ERROR = 2
+STALE_AFTER_S = 60.0  # a dump nobody read this long after it was written is deleted
+SWEEP_FILES = 32  # dumps deleted at most per poll (or per folder left), so a crowded folder never stalls a poll
 
 
 def _flag(name: str) -> str:
@@ -101,10 +108,11 @@ class ExpertSource:
     """Thread-safe: the sampler's engine thread polls it, chat threads take checkpoints."""
 
     def __init__(self, window_s: float, dump_every_s: float, timeout_s: float = 10.0, top_n: int = 10,
-                 checkpoint_gap_s: float = 0.0) -> None:
+                 checkpoint_gap_s: float = 0.0, stale_after_s: float = STALE_AFTER_S) -> None:
         """`timeout_s` bounds each recorder call: a dump waits for the scheduler to finish its current batch
         and then saves ~40 MB, and one that times out here still writes its files for the next poll.
-        `checkpoint_gap_s`: the least time between the starts of two checkpoints' dumps."""
+        `checkpoint_gap_s`: the least time between the starts of two checkpoints' dumps. `stale_after_s`: how old
+        a dump nobody will read gets before it is deleted."""
         self._window = ExpertWindow(window_s)
         self._window_s = window_s
         self._dump_every_s = dump_every_s
@@ -119,6 +127,7 @@ class ExpertSource:
         self._checkpoint_gap_s = checkpoint_gap_s
         self._checkpoints = threading.Condition()  # guards the two below; never held during a dump
         self._checkpointing = False  # a checkpoint's dump is due or in flight
+        self._stale_after_s = stale_after_s
         self._reset_recording()
 
     def _reset_recording(self) -> None:
@@ -143,6 +152,9 @@ class ExpertSource:
     def set_target(self, target: MonitorTarget) -> None:
         with self._lock:
             self.close()
+            left = self._target.recorder_dir
+            if left is not None and left != target.recorder_dir:  # nobody reads what lands there any more
+                _delete_dumps(list_dump_files(left)[:SWEEP_FILES])
             self._target = target
             self._reset_recording()
             if target.engine_url:
@@ -241,6 +253,7 @@ class ExpertSource:
                 self._missing_dumps = 0
             else:
                 self._dump_and_read()
+            self._sweep_stale()
             return self._publish("recording")
 
     def _set(self, status: ExpertStatus, reason: str) -> ExpertSnapshot:
@@ -290,6 +303,12 @@ class ExpertSource:
         warnings += [f"unreadable dump left in place: {why}" for why in self._damaged.values()]
         return added, tuple(dict.fromkeys(warnings))
 
+    def _sweep_stale(self) -> None:
+        """Delete the dumps from before recording started once they are stale: nobody will read them."""
+        stale = [f for f in list_dump_files(self.folder)
+                 if f.path.name in self._ignored and _age_s(f.path) > self._stale_after_s][:SWEEP_FILES]
+        self._ignored -= {f.path.name for f in _delete_dumps(stale)}
+
     def _add(self, pair: DumpPair, reduction: DumpReduction) -> list[str]:
         """Add the dump's slice to the window; what looks wrong with it."""
         end = max(pair.stat.time, self._boundary)  # file times are the engine's clock; keep slices ordered
@@ -335,6 +354,16 @@ class ExpertSource:
         )
         self._points = self._window.points()
         return self._latest
+
+
+def _delete_dumps(files: list[DumpFile] | tuple[DumpFile, ...]) -> list[DumpFile]:
+    """Delete `files`; those that are gone now (deleted here, or meanwhile)."""
+    gone = []
+    for file in files:
+        with contextlib.suppress(OSError):
+            file.path.unlink(missing_ok=True)
+            gone.append(file)
+    return gone
 
 
 def _age_s(path: Path) -> float:

@@ -90,10 +90,11 @@ class ChatController:
         return library, tuple(values[name] for name in SLOTS)
 
     def _values(self, library: ChatLibrary, busy: bool, message: object, chatbot: object,
-                controls: bool) -> tuple[ChatLibrary, dict[str, object]]:
+                controls: bool, answer: bool = False) -> tuple[ChatLibrary, dict[str, object]]:
+        """`answer`: the library's changes save an answer, as it streams or once it ended (see ServerLibrary.saved)."""
         writes, library = library.outbox()
         if self._server is not None:
-            library, writes = self._server.saved(library, writes), []
+            library, writes = self._server.saved(library, writes, answer), []
         self._pages.shown(library)
         chat = library.active
         choices = library.choices()
@@ -155,9 +156,15 @@ class ChatController:
     def new_chat(self, library: ChatLibrary | None, system_prompt: str) -> tuple[object, ...]:
         return self.show(self.owned(library).start_new(clean_text(system_prompt).strip()))
 
-    def switch(self, library: ChatLibrary | None, chat_id: str | None) -> tuple[object, ...]:
+    def switch(self, library: ChatLibrary | None, chat_id: object) -> tuple[object, ...]:
+        """`chat_id` comes unprocessed (Gradio's own check answers a stale or forged id with its list of choices)."""
         library = self.owned(library)
-        return self.show(library.switch(chat_id)) if chat_id else unchanged()
+        if not chat_id:
+            return unchanged()
+        if not (isinstance(chat_id, str) and any(chat.id == chat_id for chat in library.chats)):
+            raise gr.Error("That chat is not in this page's list (another tab may have deleted it): pick one from "
+                           "the list.", print_exception=False)
+        return self.show(library.switch(chat_id))
 
     def search(self, library: ChatLibrary | None, query: str) -> tuple[object, ...]:
         library = replace(self.owned(library), query=clean_text(query))
@@ -338,6 +345,11 @@ class ChatController:
                 if update.phase == "streaming":
                     live = render(live=update.live, running=True)
                     shown = channel is not None and channel.show(asked, saved[asked:] + live)
+                    if update.so_far is not None and first is None:  # saved as it grows: a killed app keeps it
+                        following.library, values = self._values(following.library.put(update.so_far), True, None,
+                                                                 gr.skip() if shown else saved + live, False, True)
+                        yield live_values(values)
+                        continue
                     if first is not None and (not shown or time.monotonic() >= due):
                         yield first
                         first = None
@@ -371,7 +383,8 @@ class ChatController:
     def _ended(self, following: Following, outcome: SavedChat, chatbot: object = None) -> tuple[object, ...]:
         """The live slots once the answer ended: saved (also for an API client, which never runs `finish`). The
         page turns idle in `finish`, together with the rest of the view."""
-        following.library, values = self._values(following.library.put(outcome), False, None, chatbot, True)
+        following.library, values = self._values(following.library.put(outcome), False, None, chatbot, True,
+                                                 answer=True)
         following.outcome = outcome
         return live_values(values, following)
 

@@ -44,12 +44,17 @@ class ServerLibrary:
         except AccountError as exc:
             raise gr.Error(str(exc), title="Chats not loaded") from None
 
-    def saved(self, library: ChatLibrary, writes: list[dict[str, object]]) -> ChatLibrary:
+    def saved(self, library: ChatLibrary, writes: list[dict[str, object]], answer: bool = False) -> ChatLibrary:
         """`library` once its `writes` (ChatLibrary.outbox) are stored; when one met a newer version, the library
-        as the server holds it (the branch made active in place of the chat it came from)."""
+        as the server holds it (the branch made active in place of the chat it came from). `answer`: the writes
+        save an answer (as it streams, or once it ended), which is kept even if the account was disabled since it
+        began."""
         if not writes:
             return library
         user = self.user()
+        if answer:
+            with self.chats.answer_ending(user):
+                return self.saved(library, writes)
         chats = {chat.id: chat for chat in library.chats}
         moved: dict[str, str] = {}
         merge = False

@@ -211,7 +211,7 @@ def _wire(ui: ChatTabUI, chat: ChatController, live_slots: LiveSlots) -> None:
     ui.chatbot.select(chat.select, [ui.library], [ui.selected, ui.message_actions, ui.selected_label], **quick)
     ui.delete_exchange.click(chat.delete_exchange, [ui.library, ui.selected], view, **quick)
     ui.new_chat.click(chat.new_chat, [ui.library, ui.system_prompt], view, **quick)
-    ui.chat_picker.input(chat.switch, [ui.library, ui.chat_picker], view, **quick)
+    ui.chat_picker.input(chat.switch, [ui.library, ui.chat_picker], view, preprocess=False, **quick)
     ui.search.change(chat.search, [ui.library, ui.search], view, **quick)
     gr.on([ui.rename.click, ui.title.submit], chat.rename, [ui.library, ui.title], view, **quick)
     ui.delete.click(chat.delete, [ui.library], view, **quick)
