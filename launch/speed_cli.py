@@ -9,13 +9,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
+from launch.bench import QUICK_DECODE_TOKENS, BenchPlan, BenchResult
 from launch.command import Engine
 from launch.host_file import SIM_HOST_ENV, HostFigures, load_host_file, sim_host
 from launch.model_config import ModelShape, load_model_shape
+from launch.roofline import PROMPT_LENGTHS
 from launch.settings import LaunchSettings
+
+API_KEY_ENV = "M3UI_ENGINE_API_KEY"  # the engine's key for bench, never on the command line
 
 Resolve = Callable[[argparse.Namespace], tuple[LaunchSettings, Engine]]
 
@@ -60,6 +68,67 @@ def cmd_roofline(args: argparse.Namespace, resolve: Resolve) -> int:
     return 0
 
 
+def _bench_plan(args: argparse.Namespace) -> BenchPlan:
+    plan = BenchPlan(decode_tokens=QUICK_DECODE_TOKENS if args.quick else BenchPlan.decode_tokens, clock=args.clock)
+    if args.quick:
+        plan = replace(plan, prompt_lengths=PROMPT_LENGTHS[:2])
+    if args.concurrency:
+        plan = replace(plan, concurrency=tuple(args.concurrency))
+    if args.prompt_lengths:
+        plan = replace(plan, prompt_lengths=tuple(args.prompt_lengths))
+    return plan
+
+
+def cmd_bench(args: argparse.Namespace, resolve: Resolve, data_dir: Path) -> int:
+    from launch.bench import BenchError, run_bench, shares
+    from launch.bench_runs import ENDPOINT_ONLY, BenchRuns
+    from launch.roofline import roofline
+
+    settings = None
+    if args.profile or args.preset:
+        settings, _ = resolve(args)
+    progress = (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else print
+    try:
+        result = run_bench(args.endpoint, _bench_plan(args), os.environ.get(API_KEY_ENV) or
+                           (settings.api_key if settings else None), progress)
+    except BenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if settings is not None:
+        ceiling = roofline(shape_for(settings), settings, host_for(args)).to_json()
+        result.roofline = {**ceiling, "share": shares(result, ceiling)}  # type: ignore[arg-type]
+    name = Path(args.profile).stem if args.profile else (args.preset or ENDPOINT_ONLY)
+    runs = BenchRuns(data_dir)
+    previous = runs.runs(name)
+    runs.save(name, {"endpoint": args.endpoint, **result.to_json()})
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2))
+        return 0
+    print(format_bench(result, previous[-1] if previous else None))
+    return 0
+
+
+def format_bench(result: BenchResult, previous: dict[str, Any] | None) -> str:
+    share = result.roofline.get("share", {}) if result.roofline else {}
+    lines = []
+    for key, unit in (("decode_tok_s", "request(s)"), ("prefill_tok_s", "prompt tokens")):
+        for k, v in getattr(result, key).items():
+            of = share.get(key, {}).get(k) if isinstance(share, dict) else None
+            before = (previous or {}).get(key, {}).get(k)
+            lines.append(f"{'decode' if key == 'decode_tok_s' else 'prefill'} {k:>6} {unit}: "
+                         + ("n/a" if v is None else f"{v:8.1f} tok/s")
+                         + (f"  ({of:.0%} of the roofline)" if of else "")
+                         + (f"  (last run {before:.1f})" if before else ""))
+    for key in ("ttft_ms", "itl_ms"):
+        values = getattr(result, key)
+        lines.append(f"{key[:-3].upper()} p50 {_ms(values.get('p50'))}, p99 {_ms(values.get('p99'))}")
+    return "\n".join(lines)
+
+
+def _ms(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f} ms"
+
+
 def add_speed_parsers(sub: argparse._SubParsersAction, selection_args: Callable[[argparse.ArgumentParser], None],
                       resolve: Resolve, data_dir: Path) -> None:
     p = sub.add_parser("probe", help="measure this host: memory bandwidth, cores, ISA, host settings, GPUs")
@@ -72,3 +141,16 @@ def add_speed_parsers(sub: argparse._SubParsersAction, selection_args: Callable[
                    "else this host, probed)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=lambda args: cmd_roofline(args, resolve))
+    p = sub.add_parser("bench", help="measure decode and prefill tok/s, TTFT and ITL of a running engine")
+    p.add_argument("--endpoint", required=True, help="the engine's base URL, e.g. http://127.0.0.1:30000")
+    p.add_argument("--quick", action="store_true", help=f"{QUICK_DECODE_TOKENS} tokens per decode request, prompts up "
+                   "to 8K")
+    p.add_argument("--json", action="store_true", help="print one JSON object (progress goes to stderr)")
+    p.add_argument("--clock", choices=("wall", "engine"), default="wall",
+                   help="wall: time the streamed tokens; engine: the engine's /metrics histograms")
+    p.add_argument("--concurrency", type=int, nargs="+", metavar="N", help="requests at once (default 1 4 16)")
+    p.add_argument("--prompt-lengths", type=int, nargs="+", metavar="TOKENS",
+                   help="prefill prompt sizes (default 1024 8192 32768)")
+    p.add_argument("--host-file", type=Path, help="the host for the roofline (as for roofline)")
+    selection_args(p)
+    p.set_defaults(func=lambda args: cmd_bench(args, resolve, data_dir))
