@@ -48,6 +48,7 @@ PCIE_GBS_PER_LANE = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.97, 5: 3.94, 6: 7.56}  # us
 DEFAULT_PCIE_GBS = 25.0  # unknown link: a Gen4 x16 that reaches ~80% of 31.5 GB/s
 DEFAULT_CHUNK = 8192  # sglang's --chunked-prefill-size on a 80-160 GB GPU
 PREFILL_OVERHEAD_S = 0.06  # scheduling, tokenization and the first sampling step of a prompt
+NEVER = 10_000_000  # a threshold no prompt reaches: the GPU prefill never wins
 GPU_MFU = 0.4  # share of a GPU's dense FP8 peak a prefill reaches
 
 
@@ -170,9 +171,9 @@ def best_threshold(shape: ModelShape, quant: str | None, rates: HostRates, chunk
     every expert, so short prompts are faster on the CPU)."""
     cpu, gpu = cpu_prefill_tps(shape, rates), gpu_prefill_tps(shape, quant, rates, chunk)
     if gpu <= cpu:
-        return 10_000_000
+        return NEVER
     fp = model_footprint(shape, quant)
     stream_s = fp.layer_all_experts_bytes * shape.num_moe_layers / (rates.pcie_gbs * GB)
     # one chunk's stream against the CPU's per-token time saved: stream_s = n * (1/cpu - compute per token)
     per_token_gain = 1 / cpu - (1 / gpu - stream_s / max(1, chunk))
-    return max(1, math.ceil(stream_s / per_token_gain)) if per_token_gain > 0 else 10_000_000
+    return min(NEVER, max(1, math.ceil(stream_s / per_token_gain))) if per_token_gain > 0 else NEVER

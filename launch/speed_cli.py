@@ -22,6 +22,7 @@ from launch.host_file import SIM_HOST_ENV, HostFigures, load_host_file, sim_host
 from launch.model_config import ModelShape, load_model_shape
 from launch.roofline import PROMPT_LENGTHS
 from launch.settings import LaunchSettings
+from launch.tune_search import TUNABLE
 
 API_KEY_ENV = "M3UI_ENGINE_API_KEY"  # the engine's key for bench, never on the command line
 
@@ -129,6 +130,37 @@ def _ms(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1f} ms"
 
 
+def cmd_tune(args: argparse.Namespace, resolve: Resolve, data_dir: Path) -> int:
+    from launch.profile import ProfileStore
+    from launch.supervisor import Supervisor
+    from launch.tune import TuneError, Tuner, TuneRequest, check_knobs
+
+    settings, engine = resolve(args)
+    if args.budget_min <= 0:
+        raise ValueError(f"--budget-min must be positive, got {args.budget_min:g}")
+    if engine.kind == "sim" and args.host_file:
+        os.environ[SIM_HOST_ENV] = str(args.host_file)  # the simulated engine plays the host tuned for
+    name = Path(args.profile).stem if args.profile else (args.preset or "settings")
+    request = TuneRequest(settings, engine, shape_for(settings), host_for(args), check_knobs(tuple(args.knobs)),
+                          args.budget_min * 60, name)
+    progress = (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else \
+        (lambda line: print(line, flush=True))
+    supervisor = Supervisor(data_dir)
+    try:
+        result = Tuner(request, supervisor, ProfileStore(data_dir / "profiles"), data_dir, progress).run()
+    except TuneError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        best = result.best or result.start
+        print(f"best: decode {best.decode_tok_s or 0:.2f} tok/s ({result.gain:+.1%} over the start), "
+              f"{result.relaunches} relaunches in {result.elapsed_s / 60:.1f} min"
+              + (f"; load it with: python -m launch serve --profile {result.profile!r}" if result.profile else ""))
+    return 130 if result.interrupted else 0
+
+
 def add_speed_parsers(sub: argparse._SubParsersAction, selection_args: Callable[[argparse.ArgumentParser], None],
                       resolve: Resolve, data_dir: Path) -> None:
     p = sub.add_parser("probe", help="measure this host: memory bandwidth, cores, ISA, host settings, GPUs")
@@ -154,3 +186,11 @@ def add_speed_parsers(sub: argparse._SubParsersAction, selection_args: Callable[
     p.add_argument("--host-file", type=Path, help="the host for the roofline (as for roofline)")
     selection_args(p)
     p.set_defaults(func=lambda args: cmd_bench(args, resolve, data_dir))
+    p = sub.add_parser("tune", help="relaunch the engine over an ordered search of the KT knobs; save the best")
+    selection_args(p)
+    p.add_argument("--knobs", nargs="+", default=list(TUNABLE), metavar="FIELD",
+                   help=f"settings to tune (default: all of {' '.join(TUNABLE)})")
+    p.add_argument("--budget-min", type=float, default=30.0, help="wall-clock budget in minutes (default 30)")
+    p.add_argument("--host-file", type=Path, help="the host the search plans for (as for roofline)")
+    p.add_argument("--json", action="store_true", help="print one JSON object (progress goes to stderr)")
+    p.set_defaults(func=lambda args: cmd_tune(args, resolve, data_dir))
