@@ -23,8 +23,8 @@ class BandwidthSize:
     passes: int
 
 
-QUICK = BandwidthSize(16 * MB, 3)
-FULL = BandwidthSize(64 * MB, 5)
+QUICK = BandwidthSize(64 * MB, 3)
+FULL = BandwidthSize(256 * MB, 4)
 MAX_TOTAL_BYTES = 4 << 30  # both buffers of every thread together
 
 

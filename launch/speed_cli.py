@@ -141,13 +141,12 @@ def cmd_tune(args: argparse.Namespace, resolve: Resolve, data_dir: Path) -> int:
     if engine.kind == "sim" and args.host_file:
         os.environ[SIM_HOST_ENV] = str(args.host_file)  # the simulated engine plays the host tuned for
     name = Path(args.profile).stem if args.profile else (args.preset or "settings")
-    request = TuneRequest(settings, engine, shape_for(settings), host_for(args), check_knobs(tuple(args.knobs)),
-                          args.budget_min * 60, name)
     progress = (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else \
         (lambda line: print(line, flush=True))
-    supervisor = Supervisor(data_dir)
     try:
-        result = Tuner(request, supervisor, ProfileStore(data_dir / "profiles"), data_dir, progress).run()
+        request = TuneRequest(settings, engine, shape_for(settings), host_for(args), check_knobs(tuple(args.knobs)),
+                              args.budget_min * 60, name)
+        result = Tuner(request, Supervisor(data_dir), ProfileStore(data_dir / "profiles"), data_dir, progress).run()
     except TuneError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

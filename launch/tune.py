@@ -3,8 +3,9 @@ with the benchmark, and keep the best as a profile with its evidence.
 
 The order comes from the roofline (launch/tune_search.py): first the start settings (the baseline), then the
 point the speed model expects to be fastest, then single-knob changes of the best so far, most promising
-first. A trial whose optimistic prediction (prediction x measured/predicted of the best, plus MODEL_ERROR)
-cannot beat the best by more than NOISE is not run, so the search stops early. Every trial is a real relaunch
+first. A trial whose optimistic prediction (prediction x measured/predicted of the best, plus the model's
+error: MODEL_ERROR, or less once the trials show the model tracks this host) cannot beat the best by more than
+NOISE is not run, so the search stops early. Every trial is a real relaunch
 through the supervisor; at most MAX_RELAUNCHES in all, within the time budget (the expected total is printed
 before anything starts; a budget too small for one trial is refused first).
 
@@ -234,15 +235,25 @@ class Tuner:
                 and trial.prefill_tok_s > best.prefill_tok_s * (1 + NOISE)
                 and trial.decode_tok_s >= best.decode_tok_s * (1 - NOISE))
 
+    def model_error(self) -> float:
+        """How far a measurement may beat the model's relative prediction: MODEL_ERROR until two trials ran, then
+        the spread of measured/predicted seen so far (plus noise), never more than MODEL_ERROR."""
+        ratios = [t.decode_tok_s / t.predicted_decode_tok_s for t in (self.result.start, *self.result.trials)
+                  if t.ok and t.decode_tok_s and t.predicted_decode_tok_s]
+        if len(ratios) < 2:
+            return MODEL_ERROR
+        return min(MODEL_ERROR, max(ratios) / min(ratios) - 1 + NOISE)
+
     def _worth_it(self, candidate: Candidate, best: Trial, best_prediction: Prediction) -> bool:
-        """Could this trial beat the best by more than noise, even if the model is MODEL_ERROR pessimistic?"""
+        """Could this trial beat the best by more than noise, even if the model is that far off?"""
+        error = self.model_error()
         measured_over_model = (best.decode_tok_s or best_prediction.decode) / best_prediction.decode
-        optimistic = candidate.predicted.decode * measured_over_model * (1 + MODEL_ERROR)
+        optimistic = candidate.predicted.decode * measured_over_model * (1 + error)
         if optimistic > (best.decode_tok_s or 0) * (1 + NOISE):
             return True
         if any(k in DECODE_KNOBS for k, _ in candidate.changes) or best.prefill_tok_s is None:
             return False
-        return candidate.predicted.prefill * (1 + MODEL_ERROR) > best_prediction.prefill * (1 + NOISE)
+        return candidate.predicted.prefill * (1 + error) > best_prediction.prefill * (1 + NOISE)
 
     def _show(self, label: str, trial: Trial) -> None:
         if trial.ok:
