@@ -23,7 +23,7 @@ class BandwidthSize:
     passes: int
 
 
-QUICK = BandwidthSize(64 * MB, 3)
+QUICK = BandwidthSize(64 * MB, 5)
 FULL = BandwidthSize(256 * MB, 4)
 MAX_TOTAL_BYTES = 4 << 30  # both buffers of every thread together
 
