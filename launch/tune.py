@@ -143,8 +143,11 @@ def engine_clock(engine: Engine) -> str:
 
 class Tuner:
     def __init__(self, request: TuneRequest, supervisor: Supervisor, profiles: ProfileStore, data_dir: Path,
-                 progress: Progress = print, cancel: threading.Event | None = None) -> None:
+                 progress: Progress = print, cancel: threading.Event | None = None,
+                 on_launch: Callable[[LaunchSettings, Engine], None] | None = None) -> None:
+        """`on_launch` hears of every engine started (the app's EngineLink follows the relaunches)."""
         self.request = request
+        self.on_launch = on_launch
         self.supervisor = supervisor
         self.profiles = profiles
         self.data_dir = data_dir
@@ -189,6 +192,8 @@ class Tuner:
         self.supervisor.start(self._measured(settings), self.request.engine,
                               moe_layers=plan.shape.num_moe_layers if plan.shape else None)
         self.result.relaunches += 1
+        if self.on_launch is not None:
+            self.on_launch(self._measured(settings), self.request.engine)
         deadline = began + max(60.0, 3 * self._startup_s)
         while self.supervisor.state is EngineState.STARTING:
             if time.monotonic() > deadline:
