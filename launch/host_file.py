@@ -32,6 +32,8 @@ class HostCpu:
     kt_backend: str  # the kt-kernel build this CPU loads (launch.cpuinfo.pick_kt_kernel_isa)
     model: str = ""
     kt_methods: tuple[str, ...] = ()  # --kt-method values that run on a fast path here
+    per_node_physical: tuple[int, ...] = ()  # physical cores of each NUMA node (empty: not known)
+    per_node_logical: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,16 @@ def _cpu(doc: Mapping[str, Any]) -> HostCpu:
     if not isinstance(backend, str):
         raise HostFileError("host file: cpu.kt_backend must be a string")
     return HostCpu(physical, logical, nodes, _strings(doc, "isa", "cpu."), backend, str(doc.get("model") or ""),
-                   _strings(doc, "kt_methods", "cpu."))
+                   _strings(doc, "kt_methods", "cpu."), _per_node(doc, "per_node_physical", nodes),
+                   _per_node(doc, "per_node_logical", nodes))
+
+
+def _per_node(doc: Mapping[str, Any], key: str, nodes: int) -> tuple[int, ...]:
+    value = doc.get(key, [])
+    if not isinstance(value, list) or (value and len(value) != nodes) or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
+        raise HostFileError(f"host file: cpu.{key} must list one whole number per NUMA node ({nodes})")
+    return tuple(value)
 
 
 def _memory(doc: Mapping[str, Any], nodes: int) -> HostMemory:

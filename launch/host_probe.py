@@ -125,7 +125,8 @@ def probe_host(quick: bool = False) -> HostFigures:
                       for i, g in enumerate(gpus) if g.bandwidth_gbs is None)
     return HostFigures(
         HostCpu(physical, logical, len(nodes), tuple(sorted(cpu.isa_flags)), backend, cpu.model_name or "",
-                fast_kt_methods(backend, supports_mxfp8(cpu.isa_flags))),
+                fast_kt_methods(backend, supports_mxfp8(cpu.isa_flags)),
+                tuple(physical_cores_of(n.cpus) for n in nodes), tuple(len(n.cpus) for n in nodes)),
         HostMemory(round(psutil.virtual_memory().total / 1e9, 1), read, per_node),
         gpus, findings)
 
@@ -136,6 +137,8 @@ def format_probe(host: HostFigures) -> str:
         f"CPU: {cpu.model or 'unknown model'}: {cpu.physical_cores} cores, {cpu.logical_cores} threads, "
         f"{cpu.numa_nodes} NUMA node(s)",
         f"  kt-kernel build: {cpu.kt_backend}; fast --kt-method values: {', '.join(cpu.kt_methods) or 'none'}",
+        "  per NUMA node: " + ", ".join(f"node {i}: {p} cores / {q} threads" for i, (p, q) in
+                                        enumerate(zip(cpu.per_node_physical, cpu.per_node_logical, strict=False))),
         f"memory: {memory.total_gb:.0f} GB, read bandwidth {memory.read_gbs:.1f} GB/s (all nodes); per node: "
         + ", ".join(f"{v:.1f}" for v in memory.per_node_read_gbs) + " GB/s",
     ]

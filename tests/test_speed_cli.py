@@ -34,6 +34,8 @@ def test_probe_json_is_a_host_file_and_its_bandwidth_is_a_numpy_copys(tmp_path):
     figures = host_from_mapping(host)  # the same checks a --host-file passes
     assert min(plain) / 2 <= figures.memory.read_gbs <= max(plain) * 2, (figures.memory, plain)
     assert len(figures.memory.per_node_read_gbs) == figures.cpu.numa_nodes
+    assert sum(figures.cpu.per_node_physical) <= figures.cpu.physical_cores
+    assert sum(figures.cpu.per_node_logical) <= figures.cpu.logical_cores  # a cpuset may hide some
     assert set(host) >= {"cpu", "memory", "gpus", "findings"}
     assert {"physical_cores", "logical_cores", "numa_nodes", "isa", "kt_backend"} <= set(host["cpu"])
     for finding in host["findings"]:

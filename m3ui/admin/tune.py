@@ -125,6 +125,19 @@ class TuneDesk:
             self._lines.append(line)
 
     def _run(self, tuner: Tuner) -> None:
+        supervisor = self.services.supervisor
+        # A trial that got ready is not the app's last good launch: only what the tune leaves running is.
+        record, supervisor.on_ready = supervisor.on_ready, None
+        try:
+            self._tune(tuner)
+        finally:
+            supervisor.on_ready = record
+            running, run_dir, engine = supervisor.running_settings(), supervisor.snapshot().run_dir, \
+                self.services.link.engine
+            if record is not None and running is not None and run_dir is not None and engine is not None:
+                record(run_dir, running, engine)
+
+    def _tune(self, tuner: Tuner) -> None:
         try:
             result = tuner.run()
         except TuneError as exc:

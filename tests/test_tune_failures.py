@@ -1,4 +1,5 @@
-"""Ctrl-C in the middle of `tune` leaves the last-good engine (the best measured so far) running and answering."""
+"""When a tune goes wrong: Ctrl-C in the middle leaves the last-good engine (the best measured so far) running and
+answering; a trial the engine cannot run is marked failed with its reason and the search goes on."""
 
 import json
 import signal
@@ -10,7 +11,7 @@ import httpx
 
 from launch.run_state import read_run_state
 from tests.sim_process import free_port
-from tests.speed_cli import ROOT, cli_env, stop_left_engine
+from tests.speed_cli import ROOT, cli_env, json_out, launch_cli, stop_left_engine
 
 
 def test_sigint_mid_tune_leaves_the_last_good_engine_running(tmp_path):
@@ -43,3 +44,19 @@ def test_sigint_mid_tune_leaves_the_last_good_engine_running(tmp_path):
             tune.kill()
             tune.wait()
         stop_left_engine(tmp_path)
+
+
+def test_a_trial_that_cannot_run_is_marked_failed_and_the_search_goes_on(tmp_path):
+    # the host file promises 141 GB GPUs, the simulated engine has 96 GB: the largest GPU expert counts do not fit
+    env = cli_env(tmp_path, M3UI_SIM_GPU_MEM_GB="96")
+    port = free_port()
+    try:
+        result = json_out(launch_cli("tune", "--engine", "sim", "--preset", "single-gpu", "--set", f"port={port}",
+                                     "--knobs", "kt_num_gpu_experts", "--budget-min", "3", "--json", env=env))
+    finally:
+        stop_left_engine(tmp_path)
+    failed = [t for t in result["trials"] if not t["ok"]]
+    assert failed and all("out of memory" in t["reason"] or "Not enough memory" in t["reason"] for t in failed)
+    assert any(t["ok"] for t in result["trials"])  # it went on after the failures
+    assert result["best"]["settings"]["kt_num_gpu_experts"] > 4 and result["best"]["gain"] > 0
+    assert result["profile"] == "tuned-single-gpu"
