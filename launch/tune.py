@@ -308,8 +308,8 @@ class Tuner:
             return self._runs(self.request.settings)
         found = recover(self.supervisor.run_root, adopt_into=self.supervisor)
         if found.action is RecoveryAction.IN_USE:
-            raise TuneError(f"the engine is supervised by a running app ({found.message}): tune it from that "
-                            "app's admin Tune tab, or stop the app first")
+            raise TuneError(f"another m3ui process supervises the engine ({found.message}): tune from that app's "
+                            "admin Tune tab, or stop that app or `serve` first")
         if found.action is RecoveryAction.ATTACHED:
             self.supervisor.wait_ready(30.0)
             return self._runs(self.request.settings)
