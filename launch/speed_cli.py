@@ -19,7 +19,7 @@ from typing import Any
 from launch.bench import QUICK_DECODE_TOKENS, BenchPlan, BenchResult
 from launch.command import Engine
 from launch.host_file import SIM_HOST_ENV, HostFigures, load_host_file, sim_host
-from launch.model_config import ModelShape, load_model_shape
+from launch.model_config import load_shape_or_bundled
 from launch.roofline import PROMPT_LENGTHS
 from launch.settings import LaunchSettings
 from launch.tune_search import TUNABLE
@@ -41,13 +41,6 @@ def host_for(args: argparse.Namespace) -> HostFigures:
     return probe_host(quick=True)
 
 
-def shape_for(settings: LaunchSettings) -> ModelShape:
-    """The model's config.json; the bundled M3-shaped one when the settings name a folder without one (a preset's
-    placeholder path), as the simulated engine does."""
-    path = settings.model_path
-    return load_model_shape(path if path and (Path(path) / "config.json").is_file() else None)
-
-
 def cmd_probe(args: argparse.Namespace) -> int:
     from launch.host_probe import format_probe, probe_host
 
@@ -61,7 +54,7 @@ def cmd_roofline(args: argparse.Namespace, resolve: Resolve) -> int:
 
     settings, _ = resolve(args)
     host = host_for(args)
-    result = roofline(shape_for(settings), settings, host)
+    result = roofline(load_shape_or_bundled(settings.model_path), settings, host)
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
     else:
@@ -96,7 +89,7 @@ def cmd_bench(args: argparse.Namespace, resolve: Resolve, data_dir: Path) -> int
         print(f"error: {exc}", file=sys.stderr)
         return 1
     if settings is not None:
-        ceiling = roofline(shape_for(settings), settings, host_for(args)).to_json()
+        ceiling = roofline(load_shape_or_bundled(settings.model_path), settings, host_for(args)).to_json()
         result.roofline = {**ceiling, "share": shares(result, ceiling)}  # type: ignore[arg-type]
     name = Path(args.profile).stem if args.profile else (args.preset or ENDPOINT_ONLY)
     runs = BenchRuns(data_dir)
@@ -144,8 +137,8 @@ def cmd_tune(args: argparse.Namespace, resolve: Resolve, data_dir: Path) -> int:
     progress = (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else \
         (lambda line: print(line, flush=True))
     try:
-        request = TuneRequest(settings, engine, shape_for(settings), host_for(args), check_knobs(tuple(args.knobs)),
-                              args.budget_min * 60, name)
+        request = TuneRequest(settings, engine, load_shape_or_bundled(settings.model_path), host_for(args),
+                              check_knobs(tuple(args.knobs)), args.budget_min * 60, name)
         result = Tuner(request, Supervisor(data_dir), ProfileStore(data_dir / "profiles"), data_dir, progress).run()
     except TuneError as exc:
         print(f"error: {exc}", file=sys.stderr)

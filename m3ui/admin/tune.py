@@ -15,10 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from launch.host_file import HostFigures, HostFileError, sim_host
-from launch.model_config import ModelConfigError
+from launch.model_config import ModelConfigError, load_shape_or_bundled
 from launch.roofline import Roofline, roofline
 from launch.settings import LaunchSettings
-from launch.speed_cli import shape_for
 from launch.tune import TuneError, Tuner, TuneRequest, TuneResult, check_knobs
 from m3ui.services import AppServices
 
@@ -73,7 +72,7 @@ class TuneDesk:
             return "No engine launched by this app: the roofline needs its settings."
         try:
             settings = launch[0]
-            return roofline(shape_for(settings), settings, self.host()), settings
+            return roofline(load_shape_or_bundled(settings.model_path), settings, self.host()), settings
         except (HostFileError, ModelConfigError, ValueError) as exc:
             return f"No roofline: {exc}"
 
@@ -99,8 +98,8 @@ class TuneDesk:
             try:
                 chosen = check_knobs(tuple(knobs or ()))
                 settings, engine = launch
-                request = TuneRequest(settings, engine, shape_for(settings), self.host(), chosen, budget_min * 60,
-                                      "app")
+                request = TuneRequest(settings, engine, load_shape_or_bundled(settings.model_path), self.host(),
+                                      chosen, budget_min * 60, "app")
             except (TuneError, HostFileError, ModelConfigError, ValueError) as exc:
                 return False, str(exc)
             self._state, self._detail, self._result = "running", "Tuning: the engine relaunches for each trial.", None
