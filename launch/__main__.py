@@ -1,5 +1,5 @@
 """`python -m launch ...`: the engine side on its own (command, check, doctor, advise, serve, placement,
-fleet).
+fleet, probe, roofline, bench, tune).
 
 Other tools call this CLI, so its commands and exit codes are stable: 0 ok, 1 findings/failure, 2 usage.
 """
@@ -20,10 +20,11 @@ from launch.fleet.cli import add_fleet_parser
 from launch.model_config import BUNDLED_M3_CONFIG, ModelConfigError, load_model_shape
 from launch.placement_plan.cli import add_placement_parser
 from launch.presets import PRESETS, preset
-from launch.profile import ProfileError, load_profile
+from launch.profile import ProfileError, ProfileStore, load_profile
 from launch.restart_policy import RestartPolicy
 from launch.settings import LaunchSettings, SettingsError, parse_assignment
 from launch.sizing import GB
+from launch.speed_cli import add_speed_parsers
 
 # Shared with app.py: one engine per host, whichever started it, and its runs/<time>/ logs.
 DEFAULT_RUN_ROOT = Path(os.environ.get("M3UI_DATA_DIR", Path.home() / ".m3ui"))
@@ -31,7 +32,8 @@ DEFAULT_RUN_ROOT = Path(os.environ.get("M3UI_DATA_DIR", Path.home() / ".m3ui"))
 
 def _selection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", choices=sorted(PRESETS), help="start from a reference preset")
-    p.add_argument("--profile", type=Path, help="start from a saved profile (JSON)")
+    p.add_argument("--profile", type=Path, help="start from a saved profile (a JSON file, or the name of one saved "
+                   "in the data folder)")
     p.add_argument("--model-path", help="model folder (config.json + weights)")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="override one setting, e.g. --set kt_num_gpu_experts=8 (repeatable)")
@@ -39,11 +41,18 @@ def _selection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine-python", help="Python of the engine's venv (default: python on PATH)")
 
 
+def profile_path(given: Path) -> Path:
+    """A profile file, or the name of one saved in the data folder (what the app and `tune` save)."""
+    if given.exists() or given.suffix == ".json" or len(given.parts) > 1:
+        return given
+    return ProfileStore(DEFAULT_RUN_ROOT / "profiles").path_for(str(given))
+
+
 def resolve(args: argparse.Namespace) -> tuple[LaunchSettings, Engine]:
     """Settings and engine from --profile / --preset / --model-path / --set, in that order."""
     engine = Engine()
     if args.profile:
-        prof = load_profile(args.profile)
+        prof = load_profile(profile_path(args.profile))
         settings, engine = prof.settings, prof.engine
     elif args.preset:
         settings = preset(args.preset, args.model_path) if args.model_path else preset(args.preset)
@@ -158,7 +167,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def _restart_policy(args: argparse.Namespace) -> RestartPolicy:
     """The profile's auto-restart policy; --auto-restart turns it on (with its limits, or the defaults)."""
-    policy = load_profile(args.profile).restart if args.profile else RestartPolicy()
+    policy = load_profile(profile_path(args.profile)).restart if args.profile else RestartPolicy()
     return replace(policy, enabled=True) if args.auto_restart else policy
 
 
@@ -193,6 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_serve)
     add_placement_parser(sub, _selection_args, resolve, DEFAULT_RUN_ROOT)
     add_fleet_parser(sub, _selection_args, resolve, DEFAULT_RUN_ROOT)
+    add_speed_parsers(sub, _selection_args, resolve, DEFAULT_RUN_ROOT)
     return parser
 
 

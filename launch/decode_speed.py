@@ -31,6 +31,9 @@ ALL_CPU_STEP = 1.0 + CPU_ACTIVATION_COST + CPU_LAYER_COST  # every activation on
 # One request alone with every routed expert on the CPU, tok/s: the seed's M3 hybrid, the simulated
 # engine's default (M3UI_SIM_DECODE_TPS) and the planner's reference for absolute predictions.
 REFERENCE_ALL_CPU_TPS = 22.0
+# Each extra running request adds this share of a step: a batch shares the CPU experts' weight traffic, so
+# every request slows down while the total throughput still rises.
+BATCH_SLOWDOWN = 0.35
 
 
 def relative_step_time(layer_miss_shares: np.ndarray, experts_per_token: int) -> float:
@@ -55,3 +58,13 @@ def decode_tps(all_cpu_tps: float, layer_misses: np.ndarray, experts_per_token: 
     if all_cpu_tps <= 0:
         raise ValueError(f"all_cpu_tps must be > 0, got {all_cpu_tps}")
     return all_cpu_tps * ALL_CPU_STEP / relative_step_time(layer_misses, experts_per_token)
+
+
+def batch_step_factor(running: int) -> float:
+    """A decode step of `running` requests over the step of one alone."""
+    return 1 + BATCH_SLOWDOWN * max(0, running - 1)
+
+
+def batch_decode_tps(alone_tps: float, running: int) -> float:
+    """Tokens a second of all `running` requests together."""
+    return max(1, running) * alone_tps / batch_step_factor(running)

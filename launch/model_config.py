@@ -117,3 +117,9 @@ def load_model_shape(model_path: str | Path | None) -> ModelShape:
     if not isinstance(raw, dict):
         raise ModelConfigError(f"{path} is not a JSON object")
     return parse_model_config(raw)
+
+
+def load_shape_or_bundled(model_path: str | None) -> ModelShape:
+    """The shape of `model_path`'s config.json, or the bundled M3-shaped one when the folder has none (a
+    preset's placeholder path): what the simulated engine, the roofline and the tuner plan with."""
+    return load_model_shape(model_path if model_path and (Path(model_path) / "config.json").is_file() else None)

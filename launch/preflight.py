@@ -11,6 +11,7 @@ from pathlib import Path
 from launch.command import Command, CommandError, Engine, build_command
 from launch.findings import Finding, has_errors
 from launch.hardware import HardwareReport, detect_hardware
+from launch.host_file import HostFigures, HostFileError, sim_host
 from launch.model_config import ModelConfigError, ModelShape, load_model_shape
 from launch.settings import LaunchSettings
 from launch.sim.config import SimConfigError, load_sim_config
@@ -47,9 +48,19 @@ def host_facts(report: HardwareReport) -> HostFacts:
 def simulated_host(settings: LaunchSettings) -> HostFacts:
     """The simulated engine's hardware, as it will see it (the same M3UI_SIM_* environment variables)."""
     hw = load_sim_config(max(1, settings.tp_size))
+    played = _played_host()  # M3UI_SIM_HOST: the CPU the sim plays is checked like a real one
+    cpu = played.cpu if played is not None else None
     return HostFacts(gpu_count=hw.gpu_count, gpu_bytes=hw.gpu_bytes, compute_capability=(9, 0),
-                     physical_cores=None, logical_cores=None, numa_node_ids=(), ram_bytes=hw.ram_bytes,
-                     simulated=True)
+                     physical_cores=cpu.physical_cores if cpu else None,
+                     logical_cores=cpu.logical_cores if cpu else None,
+                     numa_node_ids=tuple(range(cpu.numa_nodes)) if cpu else (), ram_bytes=hw.ram_bytes, simulated=True)
+
+
+def _played_host() -> HostFigures | None:
+    try:
+        return sim_host()
+    except HostFileError as exc:
+        raise SimConfigError(str(exc)) from None
 
 
 def user_path(text: str) -> Path:

@@ -475,6 +475,12 @@ class Supervisor:
                 return ()
             return run.follower.tail(n, filter, polling)
 
+    def running_settings(self) -> LaunchSettings | None:
+        """The settings of the engine that is ready now (None when none is, or it is attached)."""
+        with self._lock:
+            run = self._run
+            return run.settings if run is not None and self._state is EngineState.READY else None
+
     @property
     def state(self) -> EngineState:
         return self._state

@@ -121,7 +121,7 @@ def check_cpu(s: LaunchSettings, shape: ModelShape | None, host: HostFacts | Non
             yield _err("kt_cpuinfer", "--kt-cpuinfer is not set: sglang-kt crashes at start "
                        "(None // threadpool count)", "set it to the physical core count", fix, check="cpuinfer")
         return
-    if host is None or host.simulated:
+    if host is None:  # a simulated host has CPU figures only when it plays a host file (M3UI_SIM_HOST)
         return
     if host.logical_cores and s.kt_cpuinfer > host.logical_cores:
         yield _err("kt_cpuinfer", f"--kt-cpuinfer {s.kt_cpuinfer} exceeds the {host.logical_cores} logical CPUs",
@@ -138,7 +138,7 @@ def check_numa(s: LaunchSettings, shape: ModelShape | None, host: HostFacts | No
     if s.kt_numa_nodes is not None and len(s.kt_numa_nodes) != pools:
         yield _err("kt_numa_nodes", f"{len(s.kt_numa_nodes)} NUMA node ids for {pools} thread pools: the engine "
                    "fails at runtime", "give one node id per pool, or clear the list", check="numa")
-    if host is None or host.simulated or not host.numa_node_ids:
+    if host is None or not host.numa_node_ids:
         return
     for node in s.kt_numa_nodes or ():
         if node not in host.numa_node_ids:

@@ -41,8 +41,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_engine_logging()
     log = EngineLog(settings.tp_size)
     try:
-        hardware = load_sim_config(settings.tp_size)
         shape, config_dir = _model_shape(settings.model_path, log)
+        hardware = load_sim_config(settings.tp_size, settings=settings, shape=shape)
     except (SimConfigError, ModelConfigError) as exc:
         log.error(f"[m3ui sim] {exc}")
         return 1

@@ -3,15 +3,24 @@
 Everything comes from the environment (the engine's command line is sglang's, and stays so). The defaults
 are the seed's machine: 96 GB Hopper cards, as many as --tp-size, and a host with enough RAM for every
 routed expert; a KT hybrid that decodes a few tens of tokens a second and prefills a few hundred.
+
+M3UI_SIM_HOST=FILE (a `python -m launch probe --json` document) makes the sim play that host instead: its
+GPUs, RAM, and speeds from m3ui's speed model (`launch.host_speed`) for the launch's --kt-cpuinfer, thread
+pools, TP, chunked prefill size and quantization, so the knobs a tuner turns change the speed as the cited
+measurements say (docs/TUNING.md). M3UI_SIM_GPU_COUNT / _GPU_MEM_GB / _RAM_GB still override the file's figures.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from launch.decode_speed import REFERENCE_ALL_CPU_TPS
+from launch.host_file import HostFigures, HostFileError, sim_host
+from launch.host_speed import DEFAULT_CHUNK, all_cpu_decode_tps, cpu_prefill_tps, gpu_prefill_tps, launch_rates
+from launch.model_config import ModelShape
+from launch.settings import LaunchSettings
 
 ENV_PREFIX = "M3UI_SIM_"
 GPU_COUNT_ENV = "M3UI_SIM_GPU_COUNT"
@@ -63,16 +72,35 @@ def _number(env: Mapping[str, str], name: str, default: float, lo: float) -> flo
     return value
 
 
-def load_sim_config(tp_size: int, env: Mapping[str, str] | None = None) -> SimConfig:
-    """The configuration for an engine started with `--tp-size tp_size` (env defaults to os.environ)."""
+def _host(env: Mapping[str, str]) -> HostFigures | None:
+    try:
+        return sim_host(env)
+    except HostFileError as exc:
+        raise SimConfigError(str(exc)) from None
+
+
+def load_sim_config(tp_size: int, env: Mapping[str, str] | None = None, *, settings: LaunchSettings | None = None,
+                    shape: ModelShape | None = None) -> SimConfig:
+    """The configuration for an engine started with `--tp-size tp_size` (env defaults to os.environ); with a
+    host file, `settings` and `shape` give the speeds of that launch on that host."""
     env = os.environ if env is None else env
-    return SimConfig(
-        gpu_count=int(_number(env, GPU_COUNT_ENV, tp_size, 1)),
-        gpu_mem_gb=_number(env, GPU_MEM_ENV, 96.0, 1.0),
-        ram_gb=_number(env, RAM_ENV, 1024.0, 1.0),
+    host = _host(env)
+    config = SimConfig(
+        gpu_count=int(_number(env, GPU_COUNT_ENV, len(host.gpus) if host and host.gpus else tp_size, 1)),
+        gpu_mem_gb=_number(env, GPU_MEM_ENV, min(g.memory_gb for g in host.gpus) if host and host.gpus else 96.0,
+                           1.0),
+        ram_gb=_number(env, RAM_ENV, host.memory.total_gb if host else 1024.0, 1.0),
         startup_seconds=_number(env, STARTUP_ENV, 4.0, 0.0),
         decode_tps=_number(env, DECODE_TPS_ENV, REFERENCE_ALL_CPU_TPS, 0.1),
         prefill_tps=_number(env, PREFILL_TPS_ENV, 400.0, 1.0),
         gpu_prefill_tps=_number(env, GPU_PREFILL_TPS_ENV, 4000.0, 1.0),
         unthrottled=env.get(UNTHROTTLED_ENV, "").strip().lower() in ("1", "true", "yes", "on"),
     )
+    if host is None or settings is None or shape is None:
+        return config
+    rates = launch_rates(settings, host)
+    return replace(
+        config, decode_tps=all_cpu_decode_tps(shape, settings.quantization, rates),
+        prefill_tps=cpu_prefill_tps(shape, rates),
+        gpu_prefill_tps=gpu_prefill_tps(shape, settings.quantization, rates,
+                                        settings.chunked_prefill_size or DEFAULT_CHUNK))

@@ -11,11 +11,9 @@ latency metrics, so a fast run measures the same decode speed as a paced one.
 
 from __future__ import annotations
 
-from launch.decode_speed import ALL_CPU_STEP
+from launch.decode_speed import ALL_CPU_STEP, batch_step_factor
+from launch.host_speed import PREFILL_OVERHEAD_S
 from launch.sim.config import SimConfig
-
-PREFILL_OVERHEAD_S = 0.06  # scheduling, tokenization and the first sampling step
-BATCH_SLOWDOWN = 0.35  # each extra running request adds this share of a step (CPU experts are the bottleneck)
 
 
 class Pacing:
@@ -37,4 +35,4 @@ class Pacing:
     def decode_seconds(self, step_time: float, running: int) -> float:
         """One decode step of `running` requests; `step_time` relative to all-GPU (RoutedBatch.step_time)."""
         alone = step_time / self._all_gpu_tps
-        return alone * (1 + BATCH_SLOWDOWN * max(0, running - 1))
+        return alone * batch_step_factor(running)

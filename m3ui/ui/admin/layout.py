@@ -1,6 +1,6 @@
 """The admin app's layout: a status strip with Start / Stop / Restart, the failure diagnosis, and one tab per
 section (launch settings with checks, command and sizing; engine log; hardware and model; profiles; model
-weights; attach; fleet; placement; users). Components live on `AdminView`; m3ui/ui/admin/events.py wires them."""
+weights; attach; fleet; placement; tune; users). Components live on `AdminView`; m3ui/ui/admin/events.py wires them."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from m3ui.ui.admin.profiles import ProfilePanel, build_profile_panel
 from m3ui.ui.admin.sizing import SizingPanel, build_sizing_panel
 from m3ui.ui.admin.status import StatusStrip, build_status_strip
 from m3ui.ui.admin.summary import SummaryPanel, build_summary_panel
+from m3ui.ui.admin.tune import TunePanel, build_tune_panel
 from m3ui.ui.admin.users import UsersPanel, build_users_panel
 from m3ui.ui.admin.weights import WeightsPanel, build_weights_panel
 from m3ui.ui.header_view import THEME_TOGGLE
@@ -51,6 +52,8 @@ class AdminView:
     users_tab: gr.Tab
     fleet: FleetPanel  # wired on its own (m3ui/ui/admin/fleet.py)
     fleet_tab: gr.Tab
+    tune: TunePanel  # wired on its own (m3ui/ui/admin/tune.py)
+    tune_tab: gr.Tab
 
 
 def build_layout(fleet: bool = False) -> AdminView:
@@ -86,8 +89,10 @@ def build_layout(fleet: bool = False) -> AdminView:
             fleet_panel = build_fleet_panel(fleet)
         with gr.Tab("Placement", id="placement"):
             placement = build_placement_panel()
+        with gr.Tab("Tune", id="tune") as tune_tab:
+            tune = build_tune_panel()
         with gr.Tab("Users", id="users") as users_tab:
             users = build_users_panel()
     return AdminView(strip, diagnosis, preset, load_preset, form, command, sizing, logs, log_tab, summary, hardware_tab,
                      profiles, weights, attach, gr.Timer(TICK_S), gr.State({}), placement,
-                     users, users_tab, fleet_panel, fleet_tab)
+                     users, users_tab, fleet_panel, fleet_tab, tune, tune_tab)

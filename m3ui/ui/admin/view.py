@@ -9,6 +9,7 @@ import gradio as gr
 
 from m3ui.admin.console import AdminConsole
 from m3ui.admin.fleet import FleetDesk
+from m3ui.admin.tune import TuneDesk
 from m3ui.admin.weights import WeightsDesk
 from m3ui.services import AppServices
 from m3ui.ui.admin.events import AdminEvents
@@ -16,6 +17,7 @@ from m3ui.ui.admin.fleet import FleetEvents
 from m3ui.ui.admin.guard import AdminGuard
 from m3ui.ui.admin.layout import build_layout
 from m3ui.ui.admin.placement import PlacementEvents
+from m3ui.ui.admin.tune import TuneEvents
 from m3ui.ui.admin.users import UsersEvents
 
 TITLE = "m3ui admin — engine cockpit"
@@ -29,4 +31,5 @@ def build_admin_app(services: AppServices) -> gr.Blocks:
         PlacementEvents(view.placement, console, guard).wire()
         UsersEvents(view.users, services.policy.accounts, guard).wire(view.users_tab)
         FleetEvents(view.fleet, FleetDesk(services.fleet), guard).wire(view.fleet_tab)
+        TuneEvents(view.tune, TuneDesk(services), guard).wire(view.tune_tab)
     return demo
