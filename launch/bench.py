@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 
 import httpx
 import numpy as np
-import openai
 from prometheus_client.parser import text_string_to_metric_families
 
 from launch.roofline import CONCURRENCY, PROMPT_LENGTHS
@@ -108,6 +107,9 @@ class Bench:
     def __init__(self, endpoint: str, api_key: str | None = None, model: str | None = None,
                  progress: Progress = print) -> None:
         self.endpoint = endpoint.rstrip("/")
+        import openai  # measuring needs the SDK; `python -m launch probe` and the rest of launch/ do not
+
+        self._sdk_error = openai.APIError
         self._http = httpx.AsyncClient(timeout=REQUEST_TIMEOUT_S, trust_env=False)
         self._client = openai.AsyncOpenAI(base_url=f"{self.endpoint}/v1", api_key=api_key or "none",
                                           http_client=self._http, max_retries=0)
@@ -122,7 +124,7 @@ class Bench:
         if self._model is None:
             try:
                 models = await self._client.models.list()
-            except openai.APIError as exc:
+            except self._sdk_error as exc:
                 raise BenchError(f"cannot reach {self.endpoint}: {exc}") from None
             if not models.data:
                 raise BenchError(f"{self.endpoint} serves no model")
@@ -146,7 +148,7 @@ class Bench:
                     if out.ttft_s is None:
                         out.ttft_s = now
                     out.token_times.append(now)
-        except openai.APIError as exc:
+        except self._sdk_error as exc:
             raise BenchError(f"{self.endpoint}: {exc}") from None
         return out
 
