@@ -76,6 +76,18 @@ def oversubscription_penalty(host: HostFigures, threads: int) -> float:
     return (1 + OVERSUBSCRIPTION * over) ** 2
 
 
+def oversubscription_note(host: HostFigures, threads: int) -> str | None:
+    """What an operator must read first when the workers outnumber the CPUs, or None when they fit."""
+    logical = host.cpu.logical_cores
+    if threads + RESERVED_CPUS <= logical:
+        return None
+    fit = max(1, min(host.cpu.physical_cores, logical - RESERVED_CPUS))
+    return (f"--kt-cpuinfer {threads} and the engine's {RESERVED_CPUS} own threads want more than the {logical} "
+            f"logical CPUs here: the workers take CPUs from each other at every layer's barrier "
+            f"(ktransformers#726: 30 threads on 20 CPUs decoded under 0.1 tok/s, 18 threads 2.9 tok/s); "
+            f"try --kt-cpuinfer {fit}")
+
+
 def bandwidth_share(host: HostFigures, knobs: CpuKnobs) -> float:
     """The share of the host's read bandwidth the CPU experts reach with these knobs (0..1)."""
     saturation = host.memory.read_gbs / PER_THREAD_GBS

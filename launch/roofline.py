@@ -29,6 +29,7 @@ from launch.host_speed import (
     gpu_active_bytes,
     gpu_prefill_tps,
     launch_rates,
+    oversubscription_note,
 )
 from launch.model_config import ModelShape
 from launch.placement import gpu_expert_mask, kt_active
@@ -49,6 +50,7 @@ class Roofline:
     gpu_bytes_per_token: float
     rates: HostRates
     knobs: CpuKnobs
+    warnings: tuple[str, ...] = ()  # what costs most of the ceiling and has a plain fix
 
     def to_json(self) -> dict[str, object]:
         r = self.rates
@@ -59,6 +61,7 @@ class Roofline:
             "cpu_read_gbs": r.cpu_read_gbs, "cpu_bandwidth_share": r.cpu_share,
             "cpu_effective_gbs": r.cpu_effective_gbs, "gpu_read_gbs": r.gpu_read_gbs, "pcie_gbs": r.pcie_gbs,
             "kt_cpuinfer": self.knobs.threads, "kt_threadpool_count": self.knobs.pools,
+            "warnings": list(self.warnings),
         }
 
 
@@ -92,6 +95,8 @@ def roofline(shape: ModelShape, settings: LaunchSettings, host: HostFigures) -> 
     miss = float(misses.mean()) if misses.size else 0.0
     expert_reads = shape.experts_per_token * shape.num_moe_layers
     fp = model_footprint(shape, quant)
+    knobs = cpu_knobs(settings, host)
+    note = oversubscription_note(host, knobs.threads)
     return Roofline(
         decode_tok_s={str(n): batch_decode_tps(alone, n) for n in CONCURRENCY},
         prefill_tok_s={str(n): prefill_tps(shape, settings, rates, n) for n in PROMPT_LENGTHS},
@@ -100,24 +105,26 @@ def roofline(shape: ModelShape, settings: LaunchSettings, host: HostFigures) -> 
         cpu_bytes_per_token=expert_reads * miss * cpu_expert_bytes(shape, quant),
         # summed over the TP GPUs, which split it; their bandwidths add up the same way
         gpu_bytes_per_token=gpu_active_bytes(shape, quant) + expert_reads * (1 - miss) * fp.bytes_per_expert,
-        rates=rates, knobs=cpu_knobs(settings, host),
+        rates=rates, knobs=knobs, warnings=(note,) if note else (),
     )
 
 
 def format_roofline(result: Roofline, settings: LaunchSettings) -> str:
     r = result.rates
-    decode = ", ".join(f"{n} req {v:.1f}" for n, v in result.decode_tok_s.items())
+    # three significant figures: an oversubscribed host's ceiling is a fraction of a token a second, not "0.0"
+    decode = ", ".join(f"{n} req {v:.3g}" for n, v in result.decode_tok_s.items())
     prefill = ", ".join(f"{int(n) // 1024}K {v:.0f}" for n, v in result.prefill_tok_s.items())
     cpu_s = result.cpu_bytes_per_token / (r.cpu_effective_gbs * GB)
     gpu_s = result.gpu_bytes_per_token / (r.gpu_read_gbs * GB)
     return "\n".join([
+        *(f"!!  {warning}" for warning in result.warnings),
         f"decode ceiling, tok/s (all requests together): {decode}",
         f"prefill ceiling, tok/s by prompt length: {prefill}",
         f"  GPU experts per layer: {result.gpu_experts_per_layer:.1f} of the routed ones; "
         f"{result.gpu_hit_share:.0%} of the activations hit them (near-balanced routing)",
-        f"  CPU: {result.cpu_bytes_per_token / GB:.2f} GB per token at {r.cpu_effective_gbs:.0f} GB/s "
-        f"({r.cpu_share:.0%} of {r.cpu_read_gbs:.0f} GB/s measured, with --kt-cpuinfer {result.knobs.threads} "
-        f"in {result.knobs.pools} pool(s)) = {cpu_s * 1000:.1f} ms",
+        f"  CPU: {result.cpu_bytes_per_token / GB:.2f} GB per token at {r.cpu_effective_gbs:.3g} GB/s "
+        f"({r.cpu_share:.2g} of {r.cpu_read_gbs:.0f} GB/s measured, with --kt-cpuinfer {result.knobs.threads} "
+        f"in {result.knobs.pools} pool(s)) = {cpu_s * 1000:.4g} ms",
         f"  GPU: {result.gpu_bytes_per_token / GB:.2f} GB per token at {r.gpu_read_gbs:.0f} GB/s "
         f"(TP{settings.tp_size}) = {gpu_s * 1000:.2f} ms",
         f"  prefill: CPU experts {r.cpu_prefill_tflops:.1f} TFLOP/s; layerwise GPU prefill streams the experts "

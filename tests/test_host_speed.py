@@ -2,6 +2,7 @@
 the simulated engine's configuration read the same model."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,18 @@ def test_a_host_file_with_a_missing_or_absurd_field_is_refused_by_name(tmp_path,
     path.write_text(json.dumps(doc))
     with pytest.raises(HostFileError, match=field.replace("[", r"\[").replace("]", r"\]")):
         load_host_file(path)
+
+
+def test_an_oversubscribed_launch_on_the_measured_h200_host_says_why_and_what_to_set():
+    """The probe's JSON from the real H200 host (16 CPUs) with the seed's --kt-cpuinfer 64: the ceiling collapses,
+    and the roofline says so first, with the setting that fits, instead of printing a decode ceiling of 0.0."""
+    from launch.roofline import format_roofline
+
+    measured = load_host_file(HOSTS / "h200-probe-measured.json")
+    settings = single_gpu()
+    result = roofline(SHAPE, settings, measured)
+    assert result.warnings and "try --kt-cpuinfer 14" in result.warnings[0]
+    text = format_roofline(result, settings)
+    assert text.startswith("!!  --kt-cpuinfer 64") and "1 req 0.0," not in text
+    fitted = roofline(SHAPE, replace(settings, kt_cpuinfer=14, kt_threadpool_count=1), measured)
+    assert fitted.warnings == () and fitted.decode_tok_s["1"] > 1000 * result.decode_tok_s["1"]
