@@ -20,6 +20,7 @@ from starlette.types import Receive, Scope, Send
 from m3ui.live.channel import PATH
 from m3ui.live.feed import TICKET
 from m3ui.web.asgi import BodyTooLarge, read_body
+from m3ui.web.json_body import TooDeep, load_json
 
 MAX_BODY = 1024 * 1024  # a longer question is asked the usual way only
 # (page ticket, the form as the page sent it, the signed-in person) -> whether the request went out
@@ -43,9 +44,12 @@ class EarlyAsk:
             await PlainTextResponse("malformed ticket\n", 400)(scope, receive, send)
             return
         try:
-            form = json.loads(await read_body(receive, MAX_BODY))
+            form = load_json(await read_body(receive, MAX_BODY))
         except BodyTooLarge:
             await PlainTextResponse("too long to ask early: it is asked the usual way\n", 413)(scope, receive, send)
+            return
+        except TooDeep as exc:
+            await PlainTextResponse(f"{exc}\n", 400)(scope, receive, send)
             return
         except (json.JSONDecodeError, UnicodeDecodeError):
             form = None
