@@ -27,6 +27,8 @@ from m3ui.live.feed import LiveFeeds
 from m3ui.live.frame_diff import LiveFrame
 from m3ui.monitor.fleet import FleetMonitor
 from m3ui.monitor.service import MonitorService
+from m3ui.web.login_throttle import LoginThrottle
+from m3ui.web.password_change import EndSessions
 
 if TYPE_CHECKING:
     from launch.fleet.supervisor import FleetSupervisor
@@ -47,6 +49,8 @@ class AppServices:
     fleet_monitor: FleetMonitor = field(init=False)  # each worker behind a router, for the Monitor tab
     live_feeds: LiveFeeds[LiveFrame] = field(default_factory=LiveFeeds)  # the pages' live channels (m3ui.live)
     send_early: StartEarly = field(default=lambda page, form, user: False)  # the Chat tab's (m3ui.live.early_ask)
+    login_throttle: LoginThrottle = field(default_factory=LoginThrottle)  # the logins' and the password change's
+    end_sessions: EndSessions = field(default=lambda user, cookies: 0)  # set once the apps are mounted
 
     @classmethod
     def create(cls, data_dir: Path, policy: AccessPolicy) -> AppServices:

@@ -13,6 +13,7 @@ import pytest
 
 from m3ui.accounts import AccountStore
 from m3ui.web.signup import REFUSED, SIGNUPS_PER_HOUR
+from tests.account_calls import from_address
 from tests.app_process import running_app
 
 
@@ -22,11 +23,6 @@ def app(tmp_path_factory):
     AccountStore.open(folder / "data").add("alice", "alices-password", "admin")
     with running_app(folder, data_dir=folder / "data") as running:
         yield running
-
-
-def from_address(app, address: str) -> httpx.Client:
-    return httpx.Client(base_url=app.url, trust_env=False, timeout=30,
-                        transport=httpx.HTTPTransport(local_address=address))
 
 
 def sign_up(c: httpx.Client, name: str, password: str = "a-good-password", again: str | None = None,

@@ -31,7 +31,7 @@ from m3ui.ui.monitor.view import build_monitor_tab
 from m3ui.ui.tools_view import build_tools_tab
 from m3ui.web.early_head import EarlyHead
 from m3ui.web.guards import install_guards
-from m3ui.web.mounts import GradioMount
+from m3ui.web.mounts import GradioMount, end_sessions
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 # Every page's styles, and its scripts (assets/js/*.js, each one concern, run once per page load).
@@ -104,7 +104,8 @@ def build_asgi_app(services: AppServices) -> fastapi.FastAPI:
     app.router.routes.insert(0, EarlyAsk(lambda *asked: services.send_early(*asked), mounts[-1].logged_in,
                                          mounts[-1].user).route())
     app.add_middleware(EarlyHead, snippet=page_head(EARLY_JS_DIR))
-    install_guards(app, policy, tuple(mounts))
+    services.end_sessions = lambda user, cookies: end_sessions(tuple(mounts), user, cookies)
+    install_guards(app, policy, tuple(mounts), services.login_throttle)
     return app
 
 

@@ -12,17 +12,19 @@ from m3ui.web.api_guard import ApiGuard
 from m3ui.web.host_guard import HostGuard
 from m3ui.web.hosts import allowed_hosts
 from m3ui.web.login_guard import LoginGuard
+from m3ui.web.login_throttle import LoginThrottle
 from m3ui.web.mounts import GradioMount
 from m3ui.web.origin_guard import OriginGuard
 from m3ui.web.session_guard import SessionGuard
 from m3ui.web.signup import SignupRoute
 
 
-def install_guards(app: Starlette, policy: AccessPolicy, mounts: tuple[GradioMount, ...]) -> None:
+def install_guards(app: Starlette, policy: AccessPolicy, mounts: tuple[GradioMount, ...],
+                   throttle: LoginThrottle) -> None:
     # add_middleware wraps what was added before, so the last one added runs first.
     app.add_middleware(ApiGuard, mounts=mounts)
     app.add_middleware(SessionGuard, mounts=mounts, check=policy.session_valid, max_age_s=policy.session_max_age_s)
-    app.add_middleware(LoginGuard, mounts={m.prefix: m.name for m in mounts})
+    app.add_middleware(LoginGuard, mounts={m.prefix: m.name for m in mounts}, throttle=throttle)
     if policy.accounts is not None:
         app.add_middleware(SignupRoute, accounts=policy.accounts)
     admin = next((mount for mount in mounts if mount.name == "admin"), None)

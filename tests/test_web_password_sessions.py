@@ -1,0 +1,48 @@
+"""A password change ends the account's other sessions (issue 27 #3), on the real app over raw HTTP: the Account
+tab's change signs out every other device (whatever case the name was typed in) and keeps the asking one; an
+admin's reset in the Users tab signs the account out everywhere. A stolen cookie does not outlive either."""
+
+import pytest
+
+from m3ui.accounts import AccountStore
+from tests.account_calls import admin_reset, change_password, refusal, signed_in, still_signed_in
+from tests.app_process import running_app
+
+ADMIN_PASSWORD = "a-long-admin-password"
+ALICE = ("alice", "alices-password")
+BOB = ("bob", "bobs-password")
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("password-sessions")
+    store = AccountStore.open(folder / "data")
+    store.add(*ALICE)
+    store.add(*BOB)
+    store.close()
+    secret = folder / "admin.pw"
+    secret.write_text(ADMIN_PASSWORD + "\n")
+    secret.chmod(0o600)
+    with running_app(folder, "--admin-password-file", str(secret), data_dir=folder / "data") as running:
+        yield running
+
+
+def test_a_change_ends_the_other_sessions_and_keeps_the_asking_one(app):
+    with signed_in(app, "127.0.0.1", *ALICE) as asking, signed_in(app, "127.0.0.2", "ALICE", ALICE[1]) as stolen, \
+            signed_in(app, "127.0.0.3", *ALICE) as other, signed_in(app, "127.0.0.4", *BOB) as bob:
+        assert all(still_signed_in(c) for c in (asking, stolen, other, bob))
+        assert refusal(change_password(asking, ALICE[1], "alices-new-password")) is None
+        assert not still_signed_in(stolen) and not still_signed_in(other)
+        assert still_signed_in(asking) and still_signed_in(bob), "the asking page and other accounts stay"
+        assert stolen.post("/login", data={"username": ALICE[0], "password": ALICE[1]}).status_code == 400
+    assert "audit: password of 'alice' changed from 127.0.0.1; 2 other sessions ended" in app.log()
+
+
+def test_an_admin_reset_signs_the_account_out_everywhere(app):
+    with signed_in(app, "127.0.0.5", BOB[0], BOB[1]) as first, signed_in(app, "127.0.0.6", "Bob", BOB[1]) as second, \
+            signed_in(app, "127.0.0.7", "admin", ADMIN_PASSWORD, "/admin") as admin:
+        event = admin_reset(admin, BOB[0], "bobs-new-password")
+        assert event.get("success"), event
+        assert not still_signed_in(first) and not still_signed_in(second)
+        assert still_signed_in(admin, "/admin")
+    assert "audit: password of 'bob' reset in the admin app; 3 sessions ended" in app.log()  # bob's first too
