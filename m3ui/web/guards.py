@@ -1,6 +1,6 @@
 """Puts the guards around the ASGI app that mounts both Gradio apps, outermost first:
-Host allow-list → Origin check → admin token (passwordless admin only) → login throttle → the sign-up page →
-sessions checked against the accounts → call checks."""
+cookies marked Secure over https → Host allow-list → Origin check → admin token (passwordless admin only) →
+login throttle → the sign-up page → sessions checked against the accounts → call checks."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from m3ui.web.login_guard import LoginGuard
 from m3ui.web.login_throttle import LoginThrottle
 from m3ui.web.mounts import GradioMount
 from m3ui.web.origin_guard import OriginGuard
+from m3ui.web.secure_cookies import SecureCookies
 from m3ui.web.session_guard import SessionGuard
 from m3ui.web.signup import SignupRoute
 
@@ -32,3 +33,4 @@ def install_guards(app: Starlette, policy: AccessPolicy, mounts: tuple[GradioMou
         app.add_middleware(AdminTokenGuard, token=policy.admin_token, prefix=admin.prefix)
     app.add_middleware(OriginGuard, allowed_names=policy.allowed_hosts)
     app.add_middleware(HostGuard, allowed=allowed_hosts(policy.ui_host, policy.allowed_hosts))
+    app.add_middleware(SecureCookies)
