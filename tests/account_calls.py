@@ -5,9 +5,11 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import httpx
 
+from m3ui.accounts import AccountStore
 from tests.app_process import RunningApp
 from tests.web_requests import completed, config, run
 
@@ -61,3 +63,12 @@ def admin_reset(c: httpx.Client, name: str, password: str) -> dict:
         assert answer.status_code == 200, (answer.status_code, answer.text[:300])
         event = completed(c, "/admin", session)
     return event
+
+
+def data_with_accounts(folder: Path, *accounts: tuple[str, str]) -> Path:
+    """A data folder whose database holds these (name, password) accounts, role user."""
+    store = AccountStore.open(folder / "data")
+    for name, password in accounts:
+        store.add(name, password)
+    store.close()
+    return folder / "data"

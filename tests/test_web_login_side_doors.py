@@ -5,9 +5,8 @@ the one account (FREE_FAILURES evaluated, the rest refused with 429), and each i
 
 import pytest
 
-from m3ui.accounts import AccountStore
 from m3ui.web.login_throttle import FREE_FAILURES
-from tests.account_calls import change_password, from_address, refusal, signed_in
+from tests.account_calls import change_password, data_with_accounts, from_address, refusal, signed_in
 from tests.app_process import running_app
 
 VICTIM = ("victim", "victims-password")
@@ -22,11 +21,7 @@ def spellings(name: str) -> list[str]:
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
     folder = tmp_path_factory.mktemp("side-doors")
-    store = AccountStore.open(folder / "data")
-    for name, password in (VICTIM, ALICE, CAROL):
-        store.add(name, password)
-    store.close()
-    with running_app(folder, data_dir=folder / "data") as running:
+    with running_app(folder, data_dir=data_with_accounts(folder, VICTIM, ALICE, CAROL)) as running:
         yield running
 
 

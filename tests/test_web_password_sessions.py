@@ -4,8 +4,7 @@ admin's reset in the Users tab signs the account out everywhere. A stolen cookie
 
 import pytest
 
-from m3ui.accounts import AccountStore
-from tests.account_calls import admin_reset, change_password, refusal, signed_in, still_signed_in
+from tests.account_calls import admin_reset, change_password, data_with_accounts, refusal, signed_in, still_signed_in
 from tests.app_process import running_app
 
 ADMIN_PASSWORD = "a-long-admin-password"
@@ -16,14 +15,11 @@ BOB = ("bob", "bobs-password")
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
     folder = tmp_path_factory.mktemp("password-sessions")
-    store = AccountStore.open(folder / "data")
-    store.add(*ALICE)
-    store.add(*BOB)
-    store.close()
+    data = data_with_accounts(folder, ALICE, BOB)
     secret = folder / "admin.pw"
     secret.write_text(ADMIN_PASSWORD + "\n")
     secret.chmod(0o600)
-    with running_app(folder, "--admin-password-file", str(secret), data_dir=folder / "data") as running:
+    with running_app(folder, "--admin-password-file", str(secret), data_dir=data) as running:
         yield running
 
 

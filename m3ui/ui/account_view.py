@@ -11,6 +11,7 @@ import gradio as gr
 
 from m3ui.services import AppServices
 from m3ui.ui.account_chats import build_account_chats
+from m3ui.ui.gradio_sessions import request_origin
 from m3ui.ui.monitor.format import esc
 from m3ui.ui.usage_table import usage_table
 from m3ui.web.password_change import PasswordChange, PasswordChangeRefused
@@ -42,8 +43,7 @@ class AccountTab:
         if user is None or self.password is None:
             raise gr.Error("Only an account's password can be changed here.", title="Not changed",
                            print_exception=False)
-        client = getattr(getattr(request, "client", None), "host", None) or "unknown"
-        cookies = dict(getattr(request, "cookies", None) or {})  # which session asks: it stays signed in
+        client, cookies = request_origin(request)  # the cookies say which session asks: it stays signed in
         try:
             self.password.change(user.name, client, current or "", new or "", again or "", cookies)
         except PasswordChangeRefused as exc:  # audited; a refusal is no error of the app's

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import fastapi
+import gradio as gr
 from starlette.requests import HTTPConnection
 from starlette.routing import Mount
 from starlette.types import Scope
@@ -56,3 +57,10 @@ class GradioSessions:
 
     def tokens(self) -> set[str]:
         return set(self.served.tokens)
+
+
+def request_origin(request: gr.Request | None) -> tuple[str, dict[str, str]]:
+    """The client address and the cookies of the HTTP request behind a Gradio event (a gr.Request built by hand,
+    as tests do, has neither: "unknown" and none)."""
+    client = getattr(getattr(request, "client", None), "host", None) or "unknown"
+    return client, dict(getattr(request, "cookies", None) or {})

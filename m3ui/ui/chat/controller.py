@@ -323,7 +323,7 @@ class ChatController:
         # The page's channel gets the question too (the last message saved): the page shows the answer as soon as
         # its first token comes, without waiting for Gradio's frames to bring the question.
         asked = len(saved) - 1
-        channel = self._live.answer(live_ticket) if self._live is not None else None
+        channel = self._live.answer(live_ticket, request) if self._live is not None else None
         waiting = render(running=True)
         sent = channel is not None and channel.show(asked, saved[asked:] + waiting)
         library, values = self._values(library.put(chat), busy=True, message=None,
