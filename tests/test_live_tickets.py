@@ -44,6 +44,17 @@ def test_another_sessions_ticket_is_refused(app):
             assert asked.status_code == 403, (asked.status_code, asked.text)
 
 
+def test_a_page_holds_its_ticket_from_the_moment_it_loads(app):
+    ticket = page_ticket()
+    alice = Client(app.url, auth=ALICE, verbose=False, download_files=False)
+    try:
+        alice.predict(None, ticket, api_name="/load")  # what the page does when it opens
+    finally:
+        alice.close()
+    with signed_in(app, "127.0.0.2", *BOB) as bob:
+        assert bob.get(f"/m3ui-live/{ticket}", timeout=30).status_code == 403
+
+
 def test_another_sessions_answer_is_not_pushed_into_a_page(app):
     ticket = page_ticket()
     with signed_in(app, "127.0.0.1", *ALICE) as alice:

@@ -131,11 +131,15 @@ class ChatController:
 
     # --- the library: load, sync with other pages, pick, rename, delete, clear, undo, search, export
 
-    def load(self, browser: object, legacy: object = None, page: object = "") -> tuple[object, ...]:
+    def load(self, browser: object, legacy: object = None, page: object = "",
+             request: gr.Request | None = None) -> tuple[object, ...]:
         """The page opened: its chats come from the browser's storage (records, untrusted), plus, until the
         browser is migrated, the chats it saved the old way (written as records by this first show). `page`:
-        its live ticket (m3ui.live), so that its questions can be sent early."""
+        its live ticket (m3ui.live), so that its questions can be sent early; it is this session's from now on
+        (another session's ticket is not taken)."""
         page = page if isinstance(page, str) and TICKET.fullmatch(page) else ""
+        if page and self._live is not None and request is not None and not self._live.bind(page, request):
+            page = ""
         if self._server is not None:
             return self.show(replace(self._server.load(), page=page))
         browser = browser if isinstance(browser, dict) else {}

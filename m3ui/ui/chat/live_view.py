@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import gradio as gr
 from gradio.context import Context
 
-from m3ui.live.feed import LiveFeed, LiveFeeds
+from m3ui.live.feed import LiveFeed, LiveFeeds, LiveRefused
 from m3ui.live.frame_diff import LiveFrame
 from m3ui.live.holder import LiveHolder
 from m3ui.ui.gradio_sessions import request_origin
@@ -64,8 +64,18 @@ class LivePage:
     def __init__(self, feeds: LiveFeeds[LiveFrame], chatbot: gr.Chatbot, holder_of: HolderOf) -> None:
         self._feeds, self._chatbot, self._holder_of = feeds, chatbot, holder_of
 
+    def bind(self, ticket: str, request: gr.Request) -> bool:
+        """The page's ticket is the asking session's from now on; False when another session has it."""
+        try:
+            self._feeds.bind(ticket, self._holder(request))
+        except LiveRefused:
+            return False
+        return True
+
     def answer(self, ticket: object, request: gr.Request) -> AnswerChannel:
         """The answer's channel, claimed for the session that asks (another session's ticket gets none)."""
+        return AnswerChannel(self._feeds, ticket, self._chatbot, self._holder(request))
+
+    def _holder(self, request: gr.Request) -> LiveHolder:
         client, cookies = request_origin(request)
-        holder = self._holder_of(client, getattr(request, "username", None), cookies)
-        return AnswerChannel(self._feeds, ticket, self._chatbot, holder)
+        return self._holder_of(client, getattr(request, "username", None), cookies)
