@@ -1,21 +1,28 @@
 """A password change ends the account's other sessions (issue 27 #3), on the real app over raw HTTP: the Account
 tab's change signs out every other device (whatever case the name was typed in) and keeps the asking one; an
-admin's reset in the Users tab signs the account out everywhere. A stolen cookie does not outlive either."""
+admin's reset in the Users tab, or `python -m m3ui.users passwd` run beside the app, signs the account out
+everywhere. A stolen cookie outlives none of them."""
+
+import subprocess
+import sys
+import time
 
 import pytest
 
+from m3ui.web.session_stamps import CHECK_S
 from tests.account_calls import admin_reset, change_password, data_with_accounts, refusal, signed_in, still_signed_in
-from tests.app_process import running_app
+from tests.app_process import ROOT, running_app
 
 ADMIN_PASSWORD = "a-long-admin-password"
 ALICE = ("alice", "alices-password")
 BOB = ("bob", "bobs-password")
+CAROL = ("carol", "carols-password")
 
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
     folder = tmp_path_factory.mktemp("password-sessions")
-    data = data_with_accounts(folder, ALICE, BOB)
+    data = data_with_accounts(folder, ALICE, BOB, CAROL)
     secret = folder / "admin.pw"
     secret.write_text(ADMIN_PASSWORD + "\n")
     secret.chmod(0o600)
@@ -42,3 +49,15 @@ def test_an_admin_reset_signs_the_account_out_everywhere(app):
         assert not still_signed_in(first) and not still_signed_in(second)
         assert still_signed_in(admin, "/admin")
     assert "audit: password of 'bob' reset in the admin app; 3 sessions ended" in app.log()  # bob's first too
+
+
+def test_a_change_made_by_the_command_line_ends_the_sessions_within_a_second(app):
+    with signed_in(app, "127.0.0.8", *CAROL) as carol:
+        assert still_signed_in(carol)
+        changed = subprocess.run([sys.executable, "-m", "m3ui.users", "--data-dir", str(app.data_dir), "passwd",
+                                  CAROL[0]], input="carols-new-password\n", capture_output=True, text=True, cwd=ROOT,
+                                 timeout=60)
+        assert changed.returncode == 0, changed.stderr
+        time.sleep(CHECK_S + 0.2)  # the account is read again at most this long after the last read
+        assert not still_signed_in(carol)
+    assert "audit: a session of 'carol' in the chat app ended: the password changed since its login" in app.log()

@@ -36,6 +36,7 @@ from m3ui.web.asgi import client_address
 from m3ui.web.early_head import EarlyHead
 from m3ui.web.guards import install_guards
 from m3ui.web.mounts import GradioMount, end_sessions
+from m3ui.web.session_stamps import SessionStamps
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 # Every page's styles, and its scripts (assets/js/*.js, each one concern, run once per page load).
@@ -114,8 +115,9 @@ def build_asgi_app(services: AppServices) -> fastapi.FastAPI:
     app.router.routes.insert(0, EarlyAsk(lambda *asked: services.send_early(*asked), chat.logged_in, chat.user,
                                          services.live_feeds, holder).route())
     app.add_middleware(EarlyHead, snippet=page_head(EARLY_JS_DIR))
-    services.end_sessions = lambda user, cookies: end_sessions(tuple(mounts), user, cookies)
-    install_guards(app, policy, tuple(mounts), services.login_throttle)
+    stamps = SessionStamps(policy.session_stamp)
+    services.end_sessions = lambda user, cookies: end_sessions(tuple(mounts), user, cookies, stamps.renew)
+    install_guards(app, policy, tuple(mounts), services.login_throttle, stamps)
     return app
 
 

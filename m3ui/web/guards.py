@@ -17,14 +17,15 @@ from m3ui.web.mounts import GradioMount
 from m3ui.web.origin_guard import OriginGuard
 from m3ui.web.secure_cookies import SecureCookies
 from m3ui.web.session_guard import SessionGuard
+from m3ui.web.session_stamps import SessionStamps
 from m3ui.web.signup import SignupRoute
 
 
 def install_guards(app: Starlette, policy: AccessPolicy, mounts: tuple[GradioMount, ...],
-                   throttle: LoginThrottle) -> None:
+                   throttle: LoginThrottle, stamps: SessionStamps) -> None:
     # add_middleware wraps what was added before, so the last one added runs first.
     app.add_middleware(ApiGuard, mounts=mounts)
-    app.add_middleware(SessionGuard, mounts=mounts, check=policy.session_valid, max_age_s=policy.session_max_age_s)
+    app.add_middleware(SessionGuard, mounts=mounts, stamps=stamps, max_age_s=policy.session_max_age_s)
     app.add_middleware(LoginGuard, mounts={m.prefix: m.name for m in mounts}, throttle=throttle)
     if policy.accounts is not None:
         app.add_middleware(SignupRoute, accounts=policy.accounts)

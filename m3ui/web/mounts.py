@@ -47,6 +47,14 @@ def mount_for(path: str, mounts: tuple[GradioMount, ...]) -> tuple[GradioMount, 
     return None
 
 
-def end_sessions(mounts: tuple[GradioMount, ...], user: str, cookies: Mapping[str, str]) -> int:
-    """End `user`'s sessions in every app, but the ones `cookies` carry (the device that asked); how many."""
-    return sum(m.sessions.end_user(user, keep=m.sessions.token_in(cookies)) for m in mounts if m.sessions is not None)
+def end_sessions(mounts: tuple[GradioMount, ...], user: str, cookies: Mapping[str, str],
+                 renew: Callable[[str, str], None]) -> int:
+    """End `user`'s sessions in every app, but the ones `cookies` carry (the device that asked, `renew`ed: stamped
+    anew with the password it just set); how many were ended."""
+    ended = 0
+    for table in (m.sessions for m in mounts if m.sessions is not None):
+        keep = table.token_in(cookies)
+        ended += table.end_user(user, keep=keep)
+        if keep is not None and table.user(keep) is not None:
+            renew(keep, user)
+    return ended
