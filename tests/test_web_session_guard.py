@@ -114,3 +114,12 @@ def test_a_changed_password_ends_the_sessions_signed_in_before_it_but_the_renewe
     table.served.tokens["new"] = "bob"  # a login with the new password
     run(guard, scope("new"))
     assert "new" in table.served.tokens
+
+
+def test_tokens_gradio_no_longer_holds_are_forgotten():
+    table, guard, _, _ = setup({"bob"})
+    for n in range(300):
+        table.served.tokens[f"t{n}"] = "bob"
+        run(guard, scope(f"t{n}"))
+        del table.served.tokens[f"t{n}"]  # signed out
+    assert len(guard._born) <= 130 and len(guard.stamps) <= 130

@@ -60,8 +60,10 @@ class SessionGuard:
             table.end(token)
             AUDIT.info("audit: a session of %r in the %s app ended: the password changed since its login", user,
                        mount.name)
+        if len(self._born) <= 128:
+            return
         held = [m.sessions.tokens() for m in self.mounts if m.sessions is not None]
-        if len(self._born) > 2 * max(64, sum(map(len, held))):  # forget tokens Gradio no longer holds
+        if len(self._born) > 2 * sum(map(len, held)):  # forget tokens Gradio no longer holds
             every = set().union(*held)
             self._born = {t: at for t, at in self._born.items() if t in every}
             self.stamps.forget_except(every)
