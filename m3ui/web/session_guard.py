@@ -7,7 +7,9 @@ most once per CHECK_S per user, m3ui.web.session_stamps): a session whose accoun
 app, no longer an admin), whose password changed since its login, or that is older than the session lifetime
 is deleted from Gradio's table, so Gradio answers that request, and every later one, as not signed in. A disabled
 user's sessions all end at once, on every device; the page script (assets/js/session_watch.js) shows the login
-form.
+form. A sign-out (Gradio's /logout) is done here too: Gradio's own ends, on every device, only the sessions signed
+in with the very spelling of the asking one's name, and on this device, only a session whose cookie is the https
+one (over plain http the session went on at the server, though the page forgot its cookie).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from urllib.parse import parse_qs
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -22,6 +25,15 @@ from m3ui.web.mounts import GradioMount, mount_for
 from m3ui.web.session_stamps import SessionStamps
 
 AUDIT = logging.getLogger("m3ui.audit")
+YES = ("1", "on", "t", "true", "y", "yes")  # what Gradio's `all_session` query value reads as true
+
+
+def sign_out(subpath: str, scope: Scope) -> str | None:
+    """For Gradio's /logout: "everywhere" (its default) or "here"; None for any other request."""
+    if subpath.rstrip("/") != "/logout":
+        return None
+    given = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("all_session")
+    return "everywhere" if given is None or given[-1].lower() in YES else "here"
 
 
 class SessionGuard:
@@ -37,7 +49,23 @@ class SessionGuard:
             found = mount_for(scope["path"], self.mounts)
             if found is not None:
                 self._enforce(found[0], scope)
+                if (where := sign_out(found[1], scope)) is not None:
+                    self._sign_out(found[0], scope, where)
         await self.app(scope, receive, send)
+
+    def _sign_out(self, mount: GradioMount, scope: Scope, where: str) -> None:
+        table = mount.sessions
+        assert table is not None
+        token = table.token(scope)
+        user = table.user(token) if token else None
+        if token is None or user is None:
+            return
+        if where == "here":
+            table.end(token)
+            AUDIT.info("audit: %r signed out on one device in the %s app", user, mount.name)
+        else:
+            ended = table.end_user(user)
+            AUDIT.info("audit: %r signed out on every device in the %s app (%d sessions)", user, mount.name, ended)
 
     def _enforce(self, mount: GradioMount, scope: Scope) -> None:
         table = mount.sessions
