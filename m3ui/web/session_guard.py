@@ -21,7 +21,7 @@ from urllib.parse import parse_qs
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from m3ui.web.mounts import GradioMount, mount_for
+from m3ui.web.mounts import GradioMount, SessionTable, mount_for
 from m3ui.web.session_stamps import SessionStamps
 
 AUDIT = logging.getLogger("m3ui.audit")
@@ -45,35 +45,15 @@ class SessionGuard:
         self._born: dict[str, float] = {}  # token -> when this guard first saw it (right after its login)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] in ("http", "websocket"):
-            found = mount_for(scope["path"], self.mounts)
-            if found is not None:
-                self._enforce(found[0], scope)
-                if (where := sign_out(found[1], scope)) is not None:
-                    self._sign_out(found[0], scope, where)
+        found = mount_for(scope["path"], self.mounts) if scope["type"] in ("http", "websocket") else None
+        session = _session(found[0], scope) if found is not None else None
+        if found is not None and session is not None:
+            self._enforce(found[0], *session)
+            if (where := sign_out(found[1], scope)) is not None:
+                _sign_out(found[0], *session, where)
         await self.app(scope, receive, send)
 
-    def _sign_out(self, mount: GradioMount, scope: Scope, where: str) -> None:
-        table = mount.sessions
-        assert table is not None
-        token = table.token(scope)
-        user = table.user(token) if token else None
-        if token is None or user is None:
-            return
-        if where == "here":
-            table.end(token)
-            AUDIT.info("audit: %r signed out on one device in the %s app", user, mount.name)
-        else:
-            ended = table.end_user(user)
-            AUDIT.info("audit: %r signed out on every device in the %s app (%d sessions)", user, mount.name, ended)
-
-    def _enforce(self, mount: GradioMount, scope: Scope) -> None:
-        table = mount.sessions
-        assert table is not None
-        token = table.token(scope)
-        user = table.user(token) if token else None
-        if token is None or user is None:
-            return
+    def _enforce(self, mount: GradioMount, table: SessionTable, token: str, user: str) -> None:
         now = self.clock()
         born = self._born.setdefault(token, now)
         admin_app = mount.name == "admin"
@@ -95,3 +75,20 @@ class SessionGuard:
             every = set().union(*held)
             self._born = {t: at for t, at in self._born.items() if t in every}
             self.stamps.forget_except(every)
+
+
+def _session(mount: GradioMount, scope: Scope) -> tuple[SessionTable, str, str] | None:
+    """The app's table, the token and the user of a request's session (None: it carries none)."""
+    table = mount.sessions
+    token = table.token(scope) if table is not None else None
+    user = table.user(token) if table is not None and token is not None else None
+    return (table, token, user) if table is not None and token is not None and user is not None else None
+
+
+def _sign_out(mount: GradioMount, table: SessionTable, token: str, user: str, where: str) -> None:
+    if where == "here":
+        table.end(token)
+        AUDIT.info("audit: %r signed out on one device in the %s app", user, mount.name)
+    else:
+        ended = table.end_user(user)
+        AUDIT.info("audit: %r signed out on every device in the %s app (%d sessions)", user, mount.name, ended)
