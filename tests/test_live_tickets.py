@@ -55,6 +55,25 @@ def test_a_page_holds_its_ticket_from_the_moment_it_loads(app):
         assert bob.get(f"/m3ui-live/{ticket}", timeout=30).status_code == 403
 
 
+def test_the_pages_own_answer_streams_over_its_channel(app):
+    """The same session (the page's cookies) asks through Gradio and reads the channel: the frames go there."""
+    ticket = page_ticket()
+    with signed_in(app, "127.0.0.1", *ALICE) as alice:
+        cookies = "; ".join(f"{name}={value}" for name, value in alice.cookies.items())
+        page = Client(app.url, headers={"Cookie": cookies}, verbose=False, download_files=False)
+        try:
+            page.predict(None, ticket, api_name="/load")
+            channel = LiveReader(app.url, ticket, http=alice)
+            job = page.submit(QUESTION, *FORM.values(), ticket, api_name="/send")
+            job.result()
+            frames = [outputs[-1] for outputs in job.outputs()]
+        finally:
+            page.close()
+        channel.join(timeout=20)
+    assert channel.ended and channel.events >= 5, channel.events
+    assert len(frames) <= 3, len(frames)
+
+
 def test_another_sessions_answer_is_not_pushed_into_a_page(app):
     ticket = page_ticket()
     with signed_in(app, "127.0.0.1", *ALICE) as alice:
