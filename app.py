@@ -52,8 +52,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    "names and the --host address are always allowed, any other Host header is refused")
     p.add_argument("--trusted-proxy", action="append", default=[], metavar="ADDRESS",
                    help="a reverse proxy in front of the app (repeatable): its X-Forwarded-For names the client in "
-                   "the login throttle and audit log. Without one those headers are ignored, so no local process "
-                   "can pose as another client")
+                   "the login throttle and audit log, its X-Forwarded-Proto: https marks every cookie Secure. "
+                   "Without one those headers are ignored, so no local process can pose as another client")
     p.add_argument("--chat-user", action="append", default=[], metavar="USER:PASSWORD",
                    help="an account for chat (repeatable; created or its password set at start). Any account "
                    "makes the chat ask for a login: `python -m m3ui.users add NAME` adds one without a password "

@@ -134,15 +134,16 @@ class AccessPolicy:
             return None
         return self.accounts.active(username)
 
-    def session_valid(self, username: str, admin_app: bool) -> bool:
-        """Whether a session Gradio holds for `username` may go on (checked on every request): the admin
+    def session_stamp(self, username: str, admin_app: bool) -> str | None:
+        """Whether a session Gradio holds for `username` may go on (checked on every request): None when not,
+        else the stamp of the password it must have been signed in with (m3ui.web.session_stamps). The admin
         password's user always may; an account only while it is enabled (and, in the admin app, an admin)."""
-        if self.admin_password and username == ADMIN_USER:
-            return True
-        if self.accounts is None:
-            return True
+        if self.admin_password and username == ADMIN_USER or self.accounts is None:
+            return ""
         user = self.accounts.active(username)
-        return user is not None and (user.is_admin or not admin_app)
+        if user is None or not (user.is_admin or not admin_app):
+            return None
+        return self.accounts.password_stamp(username)
 
     def require_admin(self, username: str | None) -> str:
         """Every admin handler calls this with the request's user; returns who acts, or raises."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,8 +26,11 @@ from m3ui.engine_link import EngineLink
 from m3ui.live.early_ask import StartEarly
 from m3ui.live.feed import LiveFeeds
 from m3ui.live.frame_diff import LiveFrame
+from m3ui.live.holder import LiveHolder
 from m3ui.monitor.fleet import FleetMonitor
 from m3ui.monitor.service import MonitorService
+from m3ui.web.login_throttle import LoginThrottle
+from m3ui.web.password_change import EndSessions
 
 if TYPE_CHECKING:
     from launch.fleet.supervisor import FleetSupervisor
@@ -47,6 +51,11 @@ class AppServices:
     fleet_monitor: FleetMonitor = field(init=False)  # each worker behind a router, for the Monitor tab
     live_feeds: LiveFeeds[LiveFrame] = field(default_factory=LiveFeeds)  # the pages' live channels (m3ui.live)
     send_early: StartEarly = field(default=lambda page, form, user: False)  # the Chat tab's (m3ui.live.early_ask)
+    login_throttle: LoginThrottle = field(default_factory=LoginThrottle)  # the logins' and the password change's
+    end_sessions: EndSessions = field(default=lambda user, cookies: 0)  # set once the apps are mounted
+    # (client address, signed-in user, cookies) -> who uses a live ticket; set once the chat app is mounted
+    live_holder: Callable[[str, str | None, Mapping[str, str]], LiveHolder] = field(
+        default=lambda client, user, cookies: LiveHolder.of(client, user, None))
 
     @classmethod
     def create(cls, data_dir: Path, policy: AccessPolicy) -> AppServices:

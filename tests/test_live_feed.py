@@ -1,32 +1,36 @@
 """The live channel's core (m3ui.live): tickets, one channel and one answer per feed, coalesced frames, and
-diffs that rebuild exactly the frame the answer published."""
+diffs that rebuild exactly the frame the answer published; a ticket bound to its first session, and feeds
+limited per client address and per session (issue 27 #5, #6)."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from m3ui.live.feed import END, LiveFeeds
+from m3ui.live.feed import END, LiveFeeds, LiveRefused
 from m3ui.live.frame_diff import LiveFrame, frame_diff
+from m3ui.live.holder import LiveHolder
 from tests.live_reader import apply_frame
 
 TICKET = "t" * 24
+PAGE = LiveHolder("10.0.0.1", None)  # an app without logins: the client address is the session
 
 
 def test_a_ticket_must_look_like_one_drawn_by_a_page():
     feeds: LiveFeeds[str] = LiveFeeds()
     for bad in ("", "short", "x" * 65, "../../etc/passwd-xxxxxxxx", "a b c d e f g h i j", None, 42):
-        assert feeds.claim(bad) is None
+        assert feeds.claim(bad, PAGE) is None
     assert len(feeds) == 0
 
 
 def test_one_answer_at_a_time_holds_a_feed_and_an_idle_feed_is_forgotten():
     feeds: LiveFeeds[str] = LiveFeeds()
-    feed = feeds.claim(TICKET)
-    assert feed is not None and feeds.claim(TICKET) is None
+    feed = feeds.claim(TICKET, PAGE)
+    assert feed is not None and feeds.claim(TICKET, PAGE) is None
     assert not feed.publish("frame")  # no channel reads it: the answer shows the frame through Gradio
     feeds.release(TICKET, feed)
     assert len(feeds) == 0
@@ -34,18 +38,17 @@ def test_one_answer_at_a_time_holds_a_feed_and_an_idle_feed_is_forgotten():
 
 def test_the_number_of_feeds_is_bounded():
     feeds: LiveFeeds[str] = LiveFeeds(limit=2)
-    assert feeds.claim("a" * 16) and feeds.claim("b" * 16)
-    assert feeds.claim("c" * 16) is None
+    assert feeds.claim("a" * 16, PAGE) and feeds.claim("b" * 16, PAGE)
+    assert feeds.claim("c" * 16, PAGE) is None
 
 
 def read(feeds: LiveFeeds[str], publish, heartbeat_s: float = 5.0, claim_timeout_s: float = 5.0) -> list[object]:
     """What a channel reads, until its end, while `publish(feed)` runs in another thread."""
 
     async def channel() -> list[object]:
-        subscribed = feeds.subscribe(TICKET)
-        assert subscribed is not None
-        feed, ready = subscribed
-        assert feeds.subscribe(TICKET) is None  # a second channel for the same page is refused
+        feed, ready = feeds.subscribe(TICKET, PAGE)
+        with pytest.raises(LiveRefused, match="open already"):  # a second channel for the same page is refused
+            feeds.subscribe(TICKET, PAGE)
         worker = threading.Thread(target=publish, args=(feed,))
         worker.start()
         seen = [frame async for frame in feed.frames(ready, heartbeat_s, claim_timeout_s)]
@@ -60,7 +63,7 @@ def answer(feeds: LiveFeeds[str], frames: list[str], pause_s: float = 0.0):
     """An answer that claims the page's feed, publishes `frames` (then waits `pause_s`) and gives it back."""
 
     def publish(feed) -> None:
-        assert feeds.claim(TICKET) is feed
+        assert feeds.claim(TICKET, PAGE) is feed
         for frame in frames:
             assert feed.publish(frame)
         threading.Event().wait(pause_s)
@@ -94,9 +97,8 @@ def test_a_closed_channel_sends_the_answer_back_to_gradio():
     feeds: LiveFeeds[str] = LiveFeeds()
 
     async def open_and_close() -> None:
-        subscribed = feeds.subscribe(TICKET)
-        assert subscribed is not None
-        feed = feeds.claim(TICKET)
+        subscribed = feeds.subscribe(TICKET, PAGE)
+        feed = feeds.claim(TICKET, PAGE)
         assert feed is subscribed[0] and feed.publish("while open")
         feeds.unsubscribe(TICKET, feed)  # the page left
         assert not feed.publish("after the page left")
@@ -104,6 +106,41 @@ def test_a_closed_channel_sends_the_answer_back_to_gradio():
 
     asyncio.run(open_and_close())
     assert len(feeds) == 0
+
+
+def test_a_ticket_belongs_to_the_first_session_that_uses_it():
+    alice, mallory = LiveHolder("10.0.0.1", "alice:1"), LiveHolder("10.0.0.1", "mallory:2")
+    feeds: LiveFeeds[str] = LiveFeeds()
+    feed = feeds.claim(TICKET, alice)
+    assert feed is not None
+    feeds.release(TICKET, feed)  # the feed is gone, the binding stays
+    assert len(feeds) == 0
+    assert feeds.claim(TICKET, mallory) is None
+    with pytest.raises(LiveRefused, match="another page's session") as refused:
+        asyncio.run(_subscribe(feeds, mallory))
+    assert refused.value.status == 403
+    with pytest.raises(LiveRefused):
+        feeds.bind(TICKET, LiveHolder("10.0.0.2", None))
+    feeds.bind(TICKET, LiveHolder("10.0.0.9", "alice:1"))  # the same session from another address
+    assert feeds.claim(TICKET, alice) is not None
+
+
+def test_feeds_are_limited_per_client_and_per_session():
+    feeds: LiveFeeds[str] = LiveFeeds(limit=100, per_client=5, per_session=2)
+    tickets = iter(f"{n:016d}" for n in range(100))
+    one = LiveHolder("10.0.0.1", "alice:1")
+    assert [feeds.claim(next(tickets), one) is not None for _ in range(3)] == [True, True, False]
+    others = [LiveHolder("10.0.0.1", f"bob:{n}") for n in range(3)]
+    assert [feeds.claim(next(tickets), h) is not None for h in others for _ in range(2)] == [True] * 3 + [False] * 3
+    assert feeds.claim(next(tickets), LiveHolder("10.0.0.2", "carol:1")) is not None, "another address"
+    with pytest.raises(LiveRefused, match="too many") as refused:
+        asyncio.run(_subscribe(feeds, LiveHolder("10.0.0.1", "dave:1"), next(tickets)))
+    assert refused.value.status == 429
+    assert len(feeds) == 6
+
+
+async def _subscribe(feeds: LiveFeeds[str], holder: LiveHolder, ticket: str = TICKET) -> None:
+    feeds.subscribe(ticket, holder)
 
 
 TEXT = st.text(max_size=30)

@@ -202,7 +202,7 @@ class RecordingPage:
     def __init__(self, seen: list) -> None:
         self.seen = seen
 
-    def answer(self, ticket: object) -> RecordingPage:
+    def answer(self, ticket: object, request: object) -> RecordingPage:
         return self
 
     def show(self, start: int, messages: list) -> bool:

@@ -6,6 +6,7 @@ import httpx
 import pytest
 
 from m3ui.web.login_throttle import FREE_FAILURES
+from tests.account_calls import from_address
 from tests.app_process import running_app
 
 ADMIN_PASSWORD = "a-long-admin-password"
@@ -20,12 +21,6 @@ def app(tmp_path_factory):
     secret.chmod(0o600)
     with running_app(folder, "--admin-password-file", str(secret), "--chat-user", ":".join(BOB)) as running:
         yield running
-
-
-def from_address(app, address: str) -> httpx.Client:
-    """A client whose connections come from `address` (any 127.x address reaches the app on loopback)."""
-    return httpx.Client(base_url=app.url, trust_env=False, timeout=15,
-                        transport=httpx.HTTPTransport(local_address=address))
 
 
 def login(c: httpx.Client, mount: str, user: str, password: str) -> httpx.Response:

@@ -1,5 +1,6 @@
 """SessionGuard on its own (a table like Gradio's, a clock the test moves): a disabled user's sessions all end,
-an expired one ends alone, a yes is remembered for CHECK_S only, and websocket requests are checked as well."""
+an expired one ends alone, a yes is remembered for CHECK_S only, websocket requests are checked as well, and a
+changed password ends the sessions signed in before (but the one that changed it, issue 27 #3)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from starlette.requests import HTTPConnection
 
 from m3ui.ui.gradio_sessions import GradioSessions
 from m3ui.web.mounts import GradioMount
-from m3ui.web.session_guard import CHECK_S, SessionGuard
+from m3ui.web.session_guard import SessionGuard
+from m3ui.web.session_stamps import CHECK_S, SessionStamps
 
 
 class Served:
@@ -30,20 +32,21 @@ def scope(token: str, kind: str = "http") -> dict:
     return {"type": kind, "path": "/gradio_api/queue/join", "headers": [(b"cookie", cookie)]}
 
 
-def setup(allowed: set[str], max_age: float = 100.0):
-    table, now = Table(), [0.0]
+def setup(allowed: set[str], max_age: float = 100.0, passwords: dict[str, str] | None = None):
+    table, now, passwords = Table(), [0.0], passwords or {}
 
     async def app(scope, receive, send):
         assert HTTPConnection(scope).cookies  # the request goes on, its cookie intact
 
     checks: list[str] = []
 
-    def check(user: str, admin_app: bool) -> bool:
+    def check(user: str, admin_app: bool) -> str | None:
         checks.append(user)
-        return user in allowed
+        user = user.lower()  # as the accounts match names
+        return passwords.get(user, "") if user in allowed else None
 
     mount = GradioMount("", "chat", {}, False, table.logged_in, table)
-    guard = SessionGuard(app, (mount,), check, max_age, clock=lambda: now[0])
+    guard = SessionGuard(app, (mount,), SessionStamps(check), max_age, clock=lambda: now[0])
     return table, guard, now, checks
 
 
@@ -92,3 +95,31 @@ def test_an_expired_session_ends_alone():
     run(guard, scope("old"))
     run(guard, scope("new"))
     assert table.served.tokens == {"new": "bob"}
+
+
+def test_a_changed_password_ends_the_sessions_signed_in_before_it_but_the_renewed_one():
+    passwords = {"bob": "first"}
+    table, guard, now, _ = setup({"bob", "carol"}, passwords=passwords)
+    table.served.tokens.update({"asking": "bob", "stolen": "Bob", "carol": "carol"})
+    for token in list(table.served.tokens):
+        run(guard, scope(token))
+    passwords["bob"] = "second"  # changed by the asking page (or in another process: then nobody is renewed)
+    guard.stamps.renew("asking", "bob")
+    run(guard, scope("stolen"))
+    assert "stolen" not in table.served.tokens, "the stamp is read again at once for a renewed user"
+    now[0] += CHECK_S + 0.1
+    for token in ("asking", "carol"):
+        run(guard, scope(token))
+    assert table.served.tokens == {"asking": "bob", "carol": "carol"}
+    table.served.tokens["new"] = "bob"  # a login with the new password
+    run(guard, scope("new"))
+    assert "new" in table.served.tokens
+
+
+def test_tokens_gradio_no_longer_holds_are_forgotten():
+    table, guard, _, _ = setup({"bob"})
+    for n in range(300):
+        table.served.tokens[f"t{n}"] = "bob"
+        run(guard, scope(f"t{n}"))
+        del table.served.tokens[f"t{n}"]  # signed out
+    assert len(guard._born) <= 130 and len(guard.stamps) <= 130

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import sqlite3
 import time
@@ -168,6 +169,11 @@ class AccountStore:
         if daily_tokens is not None and daily_tokens < 0:
             raise AccountError("a daily token quota is a whole number >= 0 (or none)")
         return self._update(name, "daily_token_quota = ?", (daily_tokens,))
+
+    def password_stamp(self, name: str) -> str | None:
+        """A digest that changes whenever the account's password does (None: no such account)."""
+        rows = self.db.query("SELECT password_hash FROM users WHERE name = ?", (canonical_name(name),))
+        return hashlib.sha256(rows[0]["password_hash"].encode()).hexdigest()[:16] if rows else None
 
     def password_matches(self, name: str, password: str) -> bool:
         rows = self.db.query("SELECT password_hash FROM users WHERE name = ?", (canonical_name(name),))

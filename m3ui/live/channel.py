@@ -3,7 +3,7 @@
 Each event's data is a frame_diff of the newest frame against the last one sent on this connection; a comment
 line now and then keeps an idle channel open; an `end` event says the answer is over (the page closes the
 channel: a browser would otherwise reconnect). The request passes the same guards as every other (Host, Origin)
-and, when the app has logins, needs one.
+and, when the app has logins, needs one; the ticket must be its session's (m3ui.live.holder).
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from starlette.responses import PlainTextResponse, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from m3ui.live.feed import END, LiveFeed, LiveFeeds
+from m3ui.live.feed import END, LiveFeed, LiveFeeds, LiveRefused
 from m3ui.live.frame_diff import LiveFrame, frame_diff
+from m3ui.live.holder import LiveHolder
 
 PATH = "/m3ui-live"
 HEARTBEAT = b": alive\n\n"
@@ -25,9 +26,11 @@ ENDED = b"event: end\ndata: {}\n\n"
 
 
 class LiveChannel:
-    def __init__(self, feeds: LiveFeeds[LiveFrame], allowed: Callable[[Scope], bool]) -> None:
+    def __init__(self, feeds: LiveFeeds[LiveFrame], allowed: Callable[[Scope], bool],
+                 holder: Callable[[Scope], LiveHolder]) -> None:
         self.feeds = feeds
         self.allowed = allowed  # whether the request is signed in where the app needs it
+        self.holder = holder
 
     def route(self) -> Route:
         return Route(PATH + "/{ticket}", self, methods=["GET"])
@@ -37,12 +40,11 @@ class LiveChannel:
             await PlainTextResponse("sign in first\n", 401)(scope, receive, send)
             return
         ticket = scope["path_params"]["ticket"]
-        subscribed = self.feeds.subscribe(ticket)
-        if subscribed is None:
-            await PlainTextResponse("no live channel for this ticket (malformed, already open, or too many)\n",
-                                    409)(scope, receive, send)
+        try:
+            feed, ready = self.feeds.subscribe(ticket, self.holder(scope))
+        except LiveRefused as exc:
+            await PlainTextResponse(f"no live channel: {exc}\n", exc.status)(scope, receive, send)
             return
-        feed, ready = subscribed
         headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
         try:
             await StreamingResponse(_events(feed, ready), media_type="text/event-stream", headers=headers)(

@@ -7,6 +7,9 @@ The channel ends when the answer gives the feed back (or when no answer claims i
 page holds no connection between answers (a browser allows only six per server, for all its tabs). Frames are
 coalesced: the channel sends the newest one when it is free, never a backlog (each frame describes the whole
 live answer).
+
+A ticket belongs to the session that first opens, claims or asks with it (m3ui.live.holder), and each client
+address and each session may hold only a few feeds at once: one client cannot take every feed of the app.
 """
 
 from __future__ import annotations
@@ -14,11 +17,19 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
+from collections import Counter, OrderedDict
 from collections.abc import AsyncIterator, Callable
 from typing import Generic, TypeVar
 
+from m3ui.live.holder import LiveHolder
+
 TICKET = re.compile(r"[A-Za-z0-9_-]{16,64}")
 MAX_FEEDS = 1024  # pages with a live channel at once (more get their answers through Gradio's queue)
+# Feeds one client address may hold at once (a page holds one while it answers: 64 pages answering at once, or an
+# office behind one address), and one login session (a person's tabs).
+MAX_PER_CLIENT = 64
+MAX_PER_SESSION = 8
+MAX_BOUND = 65_536  # tickets whose session is remembered after their feed is gone (the least recently used go)
 HEARTBEAT_S = 15.0  # an idle channel says it is alive this often (proxies close silent connections)
 CLAIM_TIMEOUT_S = 10.0  # a channel whose answer never comes (refused before it started) ends after this
 
@@ -117,22 +128,59 @@ class LiveFeed(Generic[Frame]):
                     yield None
 
 
-class LiveFeeds(Generic[Frame]):
-    """The pages' feeds by ticket. A ticket is a capability: only the page that drew it knows it. A feed lives
-    while a channel reads it or an answer holds it."""
+class LiveRefused(Exception):
+    """A channel refused, with the HTTP status and the line that says why."""
 
-    def __init__(self, limit: int = MAX_FEEDS) -> None:
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class LiveFeeds(Generic[Frame]):
+    """The pages' feeds by ticket. A feed lives while a channel reads it or an answer holds it; a ticket stays
+    bound to its first session longer (up to MAX_BOUND tickets)."""
+
+    def __init__(self, limit: int = MAX_FEEDS, per_client: int = MAX_PER_CLIENT,
+                 per_session: int = MAX_PER_SESSION) -> None:
         self._feeds: dict[str, LiveFeed[Frame]] = {}
         self._lock = threading.Lock()
-        self._limit = limit
+        self._limit, self._per_client, self._per_session = limit, per_client, per_session
+        self._bound: OrderedDict[str, str] = OrderedDict()  # ticket -> the binding of its first holder
+        self._holders: dict[str, LiveHolder] = {}  # ticket of a live feed -> who made it
+        self._held: Counter[str] = Counter()  # client address / session -> feeds it holds
 
-    def _feed(self, ticket: object) -> LiveFeed[Frame] | None:
-        """(lock held) The feed of `ticket`, made on first use; None for a malformed ticket or too many feeds."""
+    def bind(self, ticket: object, holder: LiveHolder) -> None:
+        """The ticket is `holder`'s from now on, unless another session has it (LiveRefused)."""
+        with self._lock:
+            self._bind(ticket, holder)
+
+    def _bind(self, ticket: object, holder: LiveHolder) -> str:
+        """(lock held) The checked ticket."""
         if not isinstance(ticket, str) or not TICKET.fullmatch(ticket):
-            return None
+            raise LiveRefused(409, "malformed live ticket")
+        owner = self._bound.setdefault(ticket, holder.binding)
+        if owner != holder.binding:
+            raise LiveRefused(403, "this live ticket belongs to another page's session")
+        self._bound.move_to_end(ticket)
+        while len(self._bound) > MAX_BOUND:
+            self._bound.popitem(last=False)
+        return ticket
+
+    def _feed(self, ticket: object, holder: LiveHolder) -> LiveFeed[Frame]:
+        """(lock held) The feed of `ticket`, made on first use; LiveRefused for a malformed or foreign ticket, or
+        too many feeds (of the app, the client or the session)."""
+        ticket = self._bind(ticket, holder)
         feed = self._feeds.get(ticket)
-        if feed is None and len(self._feeds) < self._limit:
-            feed = self._feeds[ticket] = LiveFeed()
+        if feed is not None:
+            return feed
+        if len(self._feeds) >= self._limit:
+            raise LiveRefused(409, "too many live channels on this server")
+        keys = _counted(holder)
+        if self._held[keys[0]] >= self._per_client or len(keys) > 1 and self._held[keys[1]] >= self._per_session:
+            raise LiveRefused(429, "too many live channels from your address or session")
+        self._held.update(keys)
+        self._holders[ticket] = holder
+        feed = self._feeds[ticket] = LiveFeed()
         return feed
 
     def _forget_idle(self, ticket: str) -> None:
@@ -140,15 +188,18 @@ class LiveFeeds(Generic[Frame]):
         feed = self._feeds.get(ticket)
         if feed is not None and feed.idle:
             del self._feeds[ticket]
+            holder = self._holders.pop(ticket)
+            self._held.subtract(_counted(holder))
+            self._held = +self._held  # drop the keys that hold nothing
 
-    def subscribe(self, ticket: object) -> tuple[LiveFeed[Frame], asyncio.Event] | None:
-        """For the page's channel, in its event loop: the feed and its frame event; None for a malformed or
-        unknown-and-too-many ticket, or when another channel reads this feed (close it with `unsubscribe`)."""
+    def subscribe(self, ticket: object, holder: LiveHolder) -> tuple[LiveFeed[Frame], asyncio.Event]:
+        """For the page's channel, in its event loop: the feed and its frame event (close it with
+        `unsubscribe`); LiveRefused when the ticket cannot have a channel, or another channel reads the feed."""
         with self._lock:
-            feed = self._feed(ticket)
-            ready = feed.subscribe() if feed is not None else None
-            if feed is None or ready is None:
-                return None
+            feed = self._feed(ticket, holder)
+            ready = feed.subscribe()
+            if ready is None:
+                raise LiveRefused(409, "this page's live channel is open already")
             return feed, ready
 
     def unsubscribe(self, ticket: str, feed: LiveFeed[Frame]) -> None:
@@ -156,12 +207,16 @@ class LiveFeeds(Generic[Frame]):
             feed.unsubscribe()
             self._forget_idle(ticket)
 
-    def claim(self, ticket: object) -> LiveFeed[Frame] | None:
+    def claim(self, ticket: object, holder: LiveHolder) -> LiveFeed[Frame] | None:
         """The page's feed for one answer (give it back with `release`); None: show the answer another way."""
         with self._lock:
-            feed = self._feed(ticket)
-            if feed is not None and feed.claim():
+            try:
+                feed = self._feed(ticket, holder)
+            except LiveRefused:
+                return None
+            if feed.claim():
                 return feed
+            self._forget_idle(ticket)
             return None
 
     def release(self, ticket: str, feed: LiveFeed[Frame]) -> None:
@@ -171,3 +226,8 @@ class LiveFeeds(Generic[Frame]):
 
     def __len__(self) -> int:
         return len(self._feeds)
+
+
+def _counted(holder: LiveHolder) -> list[str]:
+    """The keys a feed counts under: its client address, and its session when it has one."""
+    return [f"client:{holder.client}"] + ([f"session:{holder.session}"] if holder.session else [])

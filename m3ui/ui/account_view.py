@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import gradio as gr
 
-from m3ui.accounts import AccountError
 from m3ui.services import AppServices
 from m3ui.ui.account_chats import build_account_chats
+from m3ui.ui.gradio_sessions import request_origin
 from m3ui.ui.monitor.format import esc
 from m3ui.ui.usage_table import usage_table
+from m3ui.web.password_change import PasswordChange, PasswordChangeRefused
 
 OWN_DAYS = 60
 SIGN_OUT = ('<a class="m3-sign-out" id="m3-sign-out" href="logout?all_session=false">Sign out</a> · '
@@ -23,6 +24,9 @@ SIGN_OUT = ('<a class="m3-sign-out" id="m3-sign-out" href="logout?all_session=fa
 class AccountTab:
     def __init__(self, services: AppServices) -> None:
         self.policy, self.usage = services.policy, services.usage
+        accounts = services.policy.accounts
+        self.password = PasswordChange(accounts, services.login_throttle,
+                                       lambda user, cookies: services.end_sessions(user, cookies)) if accounts else None
 
     def me(self, request: gr.Request) -> tuple[str, str]:
         user = self.policy.signed_in_user(request.username if request else None)
@@ -36,18 +40,15 @@ class AccountTab:
 
     def change_password(self, current: str, new: str, again: str, request: gr.Request) -> tuple[str, str, str]:
         user = self.policy.signed_in_user(request.username if request else None)
-        accounts = self.policy.accounts
-        if user is None or accounts is None:
-            raise gr.Error("Only an account's password can be changed here.", title="Not changed")
-        if not accounts.password_matches(user.name, current or ""):
-            raise gr.Error("The current password is not right.", title="Not changed")
-        if (new or "") != (again or ""):
-            raise gr.Error("The two new passwords differ.", title="Not changed")
+        if user is None or self.password is None:
+            raise gr.Error("Only an account's password can be changed here.", title="Not changed",
+                           print_exception=False)
+        client, cookies = request_origin(request)  # the cookies say which session asks: it stays signed in
         try:
-            accounts.set_password(user.name, new or "")
-        except AccountError as exc:
-            raise gr.Error(str(exc), title="Not changed") from None
-        gr.Info("Password changed.")
+            self.password.change(user.name, client, current or "", new or "", again or "", cookies)
+        except PasswordChangeRefused as exc:  # audited; a refusal is no error of the app's
+            raise gr.Error(str(exc), title="Not changed", print_exception=False) from None
+        gr.Info("Password changed: your other sessions are signed out.")
         return "", "", ""
 
 

@@ -8,14 +8,17 @@ or exports is reachable through the main app; each admin handler checks the user
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
 import fastapi
 import gradio as gr
+from starlette.requests import HTTPConnection
+from starlette.types import Scope
 
 from m3ui.live.channel import LiveChannel
 from m3ui.live.early_ask import EarlyAsk
+from m3ui.live.holder import LiveHolder
 from m3ui.owned_temp_dir import owned_temp_dir
 from m3ui.services import AppServices
 from m3ui.ui.account_view import build_account_tab
@@ -29,9 +32,11 @@ from m3ui.ui.gradio_sessions import GradioSessions
 from m3ui.ui.header_view import build_header
 from m3ui.ui.monitor.view import build_monitor_tab
 from m3ui.ui.tools_view import build_tools_tab
+from m3ui.web.asgi import client_address
 from m3ui.web.early_head import EarlyHead
 from m3ui.web.guards import install_guards
-from m3ui.web.mounts import GradioMount
+from m3ui.web.mounts import GradioMount, end_sessions
+from m3ui.web.session_stamps import SessionStamps
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 # Every page's styles, and its scripts (assets/js/*.js, each one concern, run once per page load).
@@ -99,13 +104,30 @@ def build_asgi_app(services: AppServices) -> fastapi.FastAPI:
                         auth_message="Sign in with your m3ui account. No account? Create one at /signup when the "
                         "admin allows sign-up, or ask the admin.")
     mounts.append(gradio_mount(app, "", "chat", main))
+    chat = mounts[-1]
+    services.live_holder = live_holder(chat)
+
+    def holder(scope: Scope) -> LiveHolder:
+        return services.live_holder(client_address(scope), chat.user(scope), HTTPConnection(scope).cookies)
+
     # before the main app's mount, which takes every path
-    app.router.routes.insert(0, LiveChannel(services.live_feeds, mounts[-1].logged_in).route())
-    app.router.routes.insert(0, EarlyAsk(lambda *asked: services.send_early(*asked), mounts[-1].logged_in,
-                                         mounts[-1].user).route())
+    app.router.routes.insert(0, LiveChannel(services.live_feeds, chat.logged_in, holder).route())
+    app.router.routes.insert(0, EarlyAsk(lambda *asked: services.send_early(*asked), chat.logged_in, chat.user,
+                                         services.live_feeds, holder).route())
     app.add_middleware(EarlyHead, snippet=page_head(EARLY_JS_DIR))
-    install_guards(app, policy, tuple(mounts))
+    stamps = SessionStamps(policy.session_stamp)
+    services.end_sessions = lambda user, cookies: end_sessions(tuple(mounts), user, cookies, stamps.renew)
+    install_guards(app, policy, tuple(mounts), services.login_throttle, stamps)
     return app
+
+
+def live_holder(chat: GradioMount) -> Callable[[str, str | None, Mapping[str, str]], LiveHolder]:
+    """Who uses a live ticket, from a request's client address, user and cookies (the chat app's login token)."""
+
+    def holder(client: str, user: str | None, cookies: Mapping[str, str]) -> LiveHolder:
+        return LiveHolder.of(client, user, chat.sessions.token_in(cookies) if chat.sessions is not None else None)
+
+    return holder
 
 
 def private_file_cache(app: fastapi.FastAPI, blocks: gr.Blocks) -> str:

@@ -1,14 +1,20 @@
 """The logins of one mounted Gradio app, as Gradio 6 keeps them: its `/login` route puts a random token into the
 cookies `access-token-<cookie_id>` (and `access-token-unsecure-<cookie_id>` for plain HTTP) and maps it to the
-user name in the app's in-memory dict `tokens`; `/logout` deletes it. m3ui.web.session_guard reads and ends
-them through this class, so that the guards never import Gradio."""
+user name in the app's in-memory dict `tokens` (as typed: 'Alice' and 'alice' are one account but two names
+there); `/logout` deletes it. m3ui.web.session_guard and a password change read and end them through this class,
+so that the guards never import Gradio."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import fastapi
+import gradio as gr
 from starlette.requests import HTTPConnection
 from starlette.routing import Mount
 from starlette.types import Scope
+
+from m3ui.accounts.store import canonical_name
 
 
 class GradioSessions:
@@ -20,7 +26,9 @@ class GradioSessions:
         return self.served.auth is not None
 
     def token(self, scope: Scope) -> str | None:
-        cookies = HTTPConnection(scope).cookies  # http or websocket
+        return self.token_in(HTTPConnection(scope).cookies)  # http or websocket
+
+    def token_in(self, cookies: Mapping[str, str]) -> str | None:
         cookie_id = self.served.cookie_id
         return cookies.get(f"access-token-{cookie_id}") or cookies.get(f"access-token-unsecure-{cookie_id}")
 
@@ -38,12 +46,21 @@ class GradioSessions:
     def end(self, token: str) -> None:
         self.served.tokens.pop(token, None)
 
-    def end_user(self, user: str) -> int:
-        """End every session of `user` (on every device); how many there were."""
-        ended = [token for token, name in list(self.served.tokens.items()) if name == user]
+    def end_user(self, user: str, keep: str | None = None) -> int:
+        """End every session of `user` (on every device, under any spelling of the name) but `keep`; how many."""
+        account = canonical_name(user)
+        ended = [token for token, name in list(self.served.tokens.items())
+                 if canonical_name(name) == account and token != keep]
         for token in ended:
             self.served.tokens.pop(token, None)
         return len(ended)
 
     def tokens(self) -> set[str]:
         return set(self.served.tokens)
+
+
+def request_origin(request: gr.Request | None) -> tuple[str, dict[str, str]]:
+    """The client address and the cookies of the HTTP request behind a Gradio event (a gr.Request built by hand,
+    as tests do, has neither: "unknown" and none)."""
+    client = getattr(getattr(request, "client", None), "host", None) or "unknown"
+    return client, dict(getattr(request, "cookies", None) or {})

@@ -2,7 +2,8 @@
 
 An app with no component that takes a file refuses uploads outright: nothing in it would ever read them,
 and anonymous uploads would only fill the disk. Gradio's deep-link route is refused too: each call writes a copy
-of the caller's page state into a new folder (one per state, never removed), and m3ui makes no deep links.
+of the caller's page state into a new folder (one per state, never removed), and m3ui makes no deep links. A call
+nested deeper than json_body allows gets a 400, signed in or not (Gradio would parse it and fail with a 500).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from m3ui.web.api_inputs import CallRefused, check_call
 from m3ui.web.asgi import BodyTooLarge, read_body, refuse, replaying
+from m3ui.web.json_body import TooDeep, load_json
 from m3ui.web.mounts import API_PREFIX, GradioMount, mount_for
 
 CALL_LIMIT = 16 * 1024 * 1024  # a call's JSON body (a pasted document fits; a flood does not)
@@ -54,7 +56,7 @@ class ApiGuard:
         if kind == "upload" and not mount.uploads:
             await refuse(scope, receive, send, 403, f"uploads refused: the {mount.name} app takes no files")
             return
-        if kind == "upload" or not mount.logged_in(scope):
+        if kind == "upload":
             await self.app(scope, receive, send)
             return
         try:
@@ -63,9 +65,15 @@ class ApiGuard:
             await refuse(scope, receive, send, 413, f"call refused: {exc}")
             return
         try:
-            call = json.loads(body)
+            call = load_json(body)
+        except TooDeep as exc:
+            await refuse(scope, receive, send, 400, f"call refused: {exc}")
+            return
         except (json.JSONDecodeError, UnicodeDecodeError):
             await self.app(scope, replaying(body, receive), send)  # Gradio answers malformed JSON with a 422
+            return
+        if not mount.logged_in(scope):
+            await self.app(scope, replaying(body, receive), send)
             return
         try:
             checked = check_call(mount.fns, kind, api_name, call)

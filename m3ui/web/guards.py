@@ -1,6 +1,6 @@
 """Puts the guards around the ASGI app that mounts both Gradio apps, outermost first:
-Host allow-list → Origin check → admin token (passwordless admin only) → login throttle → the sign-up page →
-sessions checked against the accounts → call checks."""
+cookies marked Secure over https → Host allow-list → Origin check → admin token (passwordless admin only) →
+login throttle → the sign-up page → sessions checked against the accounts → call checks."""
 
 from __future__ import annotations
 
@@ -12,17 +12,21 @@ from m3ui.web.api_guard import ApiGuard
 from m3ui.web.host_guard import HostGuard
 from m3ui.web.hosts import allowed_hosts
 from m3ui.web.login_guard import LoginGuard
+from m3ui.web.login_throttle import LoginThrottle
 from m3ui.web.mounts import GradioMount
 from m3ui.web.origin_guard import OriginGuard
+from m3ui.web.secure_cookies import SecureCookies
 from m3ui.web.session_guard import SessionGuard
+from m3ui.web.session_stamps import SessionStamps
 from m3ui.web.signup import SignupRoute
 
 
-def install_guards(app: Starlette, policy: AccessPolicy, mounts: tuple[GradioMount, ...]) -> None:
+def install_guards(app: Starlette, policy: AccessPolicy, mounts: tuple[GradioMount, ...],
+                   throttle: LoginThrottle, stamps: SessionStamps) -> None:
     # add_middleware wraps what was added before, so the last one added runs first.
     app.add_middleware(ApiGuard, mounts=mounts)
-    app.add_middleware(SessionGuard, mounts=mounts, check=policy.session_valid, max_age_s=policy.session_max_age_s)
-    app.add_middleware(LoginGuard, mounts={m.prefix: m.name for m in mounts})
+    app.add_middleware(SessionGuard, mounts=mounts, stamps=stamps, max_age_s=policy.session_max_age_s)
+    app.add_middleware(LoginGuard, mounts={m.prefix: m.name for m in mounts}, throttle=throttle)
     if policy.accounts is not None:
         app.add_middleware(SignupRoute, accounts=policy.accounts)
     admin = next((mount for mount in mounts if mount.name == "admin"), None)
@@ -30,3 +34,4 @@ def install_guards(app: Starlette, policy: AccessPolicy, mounts: tuple[GradioMou
         app.add_middleware(AdminTokenGuard, token=policy.admin_token, prefix=admin.prefix)
     app.add_middleware(OriginGuard, allowed_names=policy.allowed_hosts)
     app.add_middleware(HostGuard, allowed=allowed_hosts(policy.ui_host, policy.allowed_hosts))
+    app.add_middleware(SecureCookies)

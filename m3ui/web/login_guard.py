@@ -3,28 +3,44 @@
 The login form is read here (to know the user name), answered 429 while the throttle says wait, and
 otherwise passed on; Gradio's answer (200 logged in, 400 wrong credentials) is recorded and written to the
 audit log (logger `m3ui.audit`): who, from where, which app — never the password.
+
+The form is parsed by the same code as Gradio's (Starlette's, urlencoded or multipart), and a login whose form
+does not carry exactly one user name is refused before Gradio sees it: no form Gradio would check can reach it
+without being counted under the name it checks.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from urllib.parse import parse_qs
 
+from starlette.exceptions import HTTPException
+from starlette.formparsers import MultiPartException
+from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from m3ui.web.asgi import BodyTooLarge, client_address, header, read_body, refuse, replaying
+from m3ui.web.asgi import BodyTooLarge, client_address, read_body, refuse, replaying
 from m3ui.web.login_throttle import LoginThrottle
 
 AUDIT = logging.getLogger("m3ui.audit")
 FORM_LIMIT = 16 * 1024
 
 
-def _user_of(body: bytes, content_type: str | None) -> str | None:
-    if not (content_type or "").startswith("application/x-www-form-urlencoded"):
+async def _user_of(scope: Scope, body: bytes) -> str | None:
+    """The one user name the login form carries (None: none, several, or no form Gradio would read)."""
+
+    async def nothing_more() -> Message:
+        return {"type": "http.disconnect"}
+
+    try:
+        form = await Request(scope, replaying(body, nothing_more)).form()
+    except (HTTPException, MultiPartException):
         return None
-    names = parse_qs(body.decode("utf-8", "replace")).get("username")
-    return names[0].strip()[:100] if names else None
+    try:
+        names = form.getlist("username")
+    finally:
+        await form.close()
+    return names[0].strip()[:100] if len(names) == 1 and isinstance(names[0], str) else None
 
 
 class LoginGuard:
@@ -45,7 +61,11 @@ class LoginGuard:
         except BodyTooLarge as exc:
             await refuse(scope, receive, send, 413, f"login refused: {exc}")
             return
-        user = _user_of(body, header(scope, "content-type"))
+        user = await _user_of(scope, body)
+        if user is None:
+            await refuse(scope, receive, send, 400, "login refused: send one username and a password as a form "
+                         "(urlencoded or multipart)")
+            return
         keys = self.throttle.keys(client, user)
         wait = self.throttle.wait_seconds(keys)
         if wait > 0:

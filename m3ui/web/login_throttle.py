@@ -2,7 +2,9 @@
 
 After FREE_FAILURES failures in a row, each further attempt must wait 2, 4, 8 ... seconds (at most
 MAX_DELAY_S) after the last failure, or it is refused with 429 without looking at the password: 50 wrong
-guesses then take minutes instead of a tenth of a second. A successful login clears both records.
+guesses then take minutes instead of a tenth of a second. A successful login clears both records. A user name
+counts as the accounts match it (without case), so 'Alice' and 'ALICE' share alice's record. The Account tab's
+password change counts its guesses of the current password here too (m3ui.web.password_change).
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from m3ui.accounts.store import canonical_name
 
 FREE_FAILURES = 4
 MAX_DELAY_S = 300.0
@@ -30,7 +34,8 @@ class LoginThrottle:
 
     @staticmethod
     def keys(client: str, user: str | None) -> list[str]:
-        return [f"client:{client}"] + ([f"user:{user}"] if user else [])
+        name = canonical_name(user or "")
+        return [f"client:{client}"] + ([f"user:{name}"] if name else [])
 
     def delay(self, failures: int) -> float:
         return 0.0 if failures < FREE_FAILURES else min(MAX_DELAY_S, 2.0 ** (failures - FREE_FAILURES + 1))

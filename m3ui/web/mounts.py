@@ -15,9 +15,10 @@ class SessionTable(Protocol):
     """A mounted Gradio app's logins: its token cookie and the in-memory table of tokens (m3ui/ui/gradio_sessions)."""
 
     def token(self, scope: Scope) -> str | None: ...
+    def token_in(self, cookies: Mapping[str, str]) -> str | None: ...
     def user(self, token: str) -> str | None: ...
     def end(self, token: str) -> None: ...
-    def end_user(self, user: str) -> int: ...
+    def end_user(self, user: str, keep: str | None = None) -> int: ...
     def tokens(self) -> set[str]: ...
 
 
@@ -44,3 +45,16 @@ def mount_for(path: str, mounts: tuple[GradioMount, ...]) -> tuple[GradioMount, 
         if not mount.prefix or path == mount.prefix or path.startswith(mount.prefix + "/"):
             return mount, path[len(mount.prefix):]
     return None
+
+
+def end_sessions(mounts: tuple[GradioMount, ...], user: str, cookies: Mapping[str, str],
+                 renew: Callable[[str, str], None]) -> int:
+    """End `user`'s sessions in every app, but the ones `cookies` carry (the device that asked, `renew`ed: stamped
+    anew with the password it just set); how many were ended."""
+    ended = 0
+    for table in (m.sessions for m in mounts if m.sessions is not None):
+        keep = table.token_in(cookies)
+        ended += table.end_user(user, keep=keep)
+        if keep is not None and table.user(keep) is not None:
+            renew(keep, user)
+    return ended

@@ -2,8 +2,10 @@
 admin has turned sign-up on (Users tab or `python -m m3ui.users signup on`); off by default.
 
 A plain HTML form served before the Gradio apps (which would take every path), behind the same Host and Origin
-guards (a page on another site cannot post it). Each client address may create SIGNUPS_PER_HOUR accounts an
-hour, so a script cannot fill the database; refused input costs no password hashing.
+guards (a page on another site cannot post it). Each client address may try SIGNUPS_PER_HOUR names an hour
+(created, or refused as taken), so a script can neither fill the database nor list the names in it; refused input
+costs no password hashing. Every refusal says the same thing: which rule failed, or that the name is taken, is
+written to the audit log only.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ PATHS = ("/signup", "/signup/")
 FORM_LIMIT = 16 * 1024
 SIGNUPS_PER_HOUR = 3
 MAX_CLIENTS = 10_000  # addresses remembered; the oldest is forgotten first
+REFUSED = ("Not created: choose another name, and check the rules (a name of 1-64 of a-z 0-9 . _ @ -, a password "
+           "of 8+ characters typed the same twice).")
 
 PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>m3ui: create an account</title>
 <meta name="viewport" content="width=device-width, initial-scale=1"><style>body{{font-family:system-ui,sans-serif;
@@ -85,18 +89,22 @@ class SignupRoute:
             if password != form.get("again", ""):
                 raise AccountError("the two passwords differ")
         except AccountError as exc:
-            return 400, page(f"Not created: {exc}.", True, name)
+            return self._refused(name, client, str(exc))
         if not self._allowed(client):
             AUDIT.warning("audit: sign-up refused for %r from %s: too many sign-ups from this address", name, client)
-            return 429, page("Too many accounts were created from your address in the last hour: try later.",
-                             True, name)
+            return 429, page("Too many sign-ups from your address in the last hour: try later.", True, name)
+        self._recent.setdefault(client, deque()).append(self.clock())  # a taken name counts too
         try:  # scrypt takes a tenth of a second of CPU: not on the event loop
             user = await asyncio.to_thread(self.accounts.add, name, password, "user")
         except AccountError as exc:
-            return 400, page(f"Not created: {exc}.", True, name)
-        self._recent.setdefault(client, deque()).append(self.clock())
+            return self._refused(name, client, str(exc))
         AUDIT.info("audit: account %r created by sign-up from %s", user.name, client)
         return 200, page(f"Account {user.name} created: sign in on the sign-in page.")
+
+    @staticmethod
+    def _refused(name: str, client: str, reason: str) -> tuple[int, str]:
+        AUDIT.info("audit: sign-up refused for %r from %s: %s", name[:70], client, reason)
+        return 400, page(REFUSED, True, name)
 
     def _allowed(self, client: str) -> bool:
         now = self.clock()

@@ -2,11 +2,13 @@
 sign-up on or off, quotas per role, and everyone's usage per day. Every handler goes through AdminGuard.
 
 Changes reach signed-in people at once: a disabled or demoted account loses its sessions within a second or two
-(m3ui.web.session_guard). Without accounts (an app built without a database) the tab says so and wires nothing.
+(m3ui.web.session_guard), and a reset password ends every session of the account at once. Without accounts (an
+app built without a database) the tab says so and wires nothing.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -21,6 +23,7 @@ from m3ui.ui.admin.markup import outcome_html
 from m3ui.ui.monitor.format import esc
 from m3ui.ui.usage_table import usage_table
 
+AUDIT = logging.getLogger("m3ui.audit")
 USAGE_DAYS = 200  # rows of the usage table
 
 
@@ -107,8 +110,9 @@ def users_table(store: AccountStore) -> str:
 
 
 class UsersEvents:
-    def __init__(self, panel: UsersPanel, accounts: AccountStore | None, guard: AdminGuard) -> None:
-        self.panel, self.accounts, self.guard = panel, accounts, guard
+    def __init__(self, panel: UsersPanel, accounts: AccountStore | None, guard: AdminGuard,
+                 end_sessions: Callable[[str], int]) -> None:
+        self.panel, self.accounts, self.guard, self.end_sessions = panel, accounts, guard, end_sessions
         self.usage = UsageLedger(accounts) if accounts is not None else None
 
     def listed(self, outcome: Outcome | None = None) -> list[object]:
@@ -137,8 +141,12 @@ class UsersEvents:
         return self.act("Not changed", lambda: f"{self._store.set_enabled(name or '', enabled).name}: {verb}.")
 
     def reset_password(self, name: str | None, password: str) -> list[object]:
-        return self.act("Not changed",
-                        lambda: f"{self._store.set_password(name or '', password or '').name}: password reset.")
+        def change() -> str:
+            user = self._store.set_password(name or "", password or "")
+            ended = self.end_sessions(user.name)
+            AUDIT.info("audit: password of %r reset in the admin app; %d sessions ended", user.name, ended)
+            return f"{user.name}: password reset, signed out everywhere ({ended} sessions)."
+        return self.act("Not changed", change)
 
     def change_role(self, name: str | None, role: str) -> list[object]:
         return self.act("Not changed", lambda: f"{self._store.set_role(name or '', role).name}: role {role}.")

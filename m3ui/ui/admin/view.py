@@ -29,7 +29,8 @@ def build_admin_app(services: AppServices) -> gr.Blocks:
         console, guard = AdminConsole(services), AdminGuard(services.policy)
         AdminEvents(view, console, WeightsDesk(), guard).wire(demo)
         PlacementEvents(view.placement, console, guard).wire()
-        UsersEvents(view.users, services.policy.accounts, guard).wire(view.users_tab)
+        UsersEvents(view.users, services.policy.accounts, guard,
+                    lambda name: services.end_sessions(name, {})).wire(view.users_tab)
         FleetEvents(view.fleet, FleetDesk(services.fleet), guard).wire(view.fleet_tab)
         TuneEvents(view.tune, TuneDesk(services), guard).wire(view.tune_tab)
     return demo

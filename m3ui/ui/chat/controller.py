@@ -132,11 +132,15 @@ class ChatController:
 
     # --- the library: load, sync with other pages, pick, rename, delete, clear, undo, search, export
 
-    def load(self, browser: object, legacy: object = None, page: object = "") -> tuple[object, ...]:
+    def load(self, browser: object, legacy: object = None, page: object = "",
+             request: gr.Request | None = None) -> tuple[object, ...]:
         """The page opened: its chats come from the browser's storage (records, untrusted), plus, until the
         browser is migrated, the chats it saved the old way (written as records by this first show). `page`:
-        its live ticket (m3ui.live), so that its questions can be sent early."""
+        its live ticket (m3ui.live), so that its questions can be sent early; it is this session's from now on
+        (another session's ticket is not taken)."""
         page = page if isinstance(page, str) and TICKET.fullmatch(page) else ""
+        if page and self._live is not None and request is not None and not self._live.bind(page, request):
+            page = ""
         if self._server is not None:
             return self.show(replace(self._server.load(), page=page))
         browser = browser if isinstance(browser, dict) else {}
@@ -330,7 +334,7 @@ class ChatController:
         # The page's channel gets the question too (the last message saved): the page shows the answer as soon as
         # its first token comes, without waiting for Gradio's frames to bring the question.
         asked = len(saved) - 1
-        channel = self._live.answer(live_ticket) if self._live is not None else None
+        channel = self._live.answer(live_ticket, request) if self._live is not None else None
         waiting = render(running=True)
         sent = channel is not None and channel.show(asked, saved[asked:] + waiting)
         library, values = self._values(library.put(chat), busy=True, message=None,

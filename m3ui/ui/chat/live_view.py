@@ -3,13 +3,19 @@ event puts a frame into the Chatbot (assets/js/live.js), and frames in the Chatb
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import gradio as gr
 from gradio.context import Context
 
-from m3ui.live.feed import LiveFeed, LiveFeeds
+from m3ui.live.feed import LiveFeed, LiveFeeds, LiveRefused
 from m3ui.live.frame_diff import LiveFrame
+from m3ui.live.holder import LiveHolder
+from m3ui.ui.gradio_sessions import request_origin
+
+# (client address, signed-in user, cookies) -> who uses a live ticket (AppServices.live_holder)
+HolderOf = Callable[[str, str | None, Mapping[str, str]], LiveHolder]
 
 TICKET_JS = "() => window.m3uiLive.ticket()"
 OPEN_JS = "window.m3uiLive.open()"  # a statement for the page's asking scripts (ASK_JS, BUSY_JS in ui/chat/view.py)
@@ -35,10 +41,10 @@ class AnswerChannel:
     """One answer's way to its page's channel. show() returns False when the page has no channel open: the
     caller then sends the frame through Gradio."""
 
-    def __init__(self, feeds: LiveFeeds[LiveFrame], ticket: object, chatbot: gr.Chatbot) -> None:
+    def __init__(self, feeds: LiveFeeds[LiveFrame], ticket: object, chatbot: gr.Chatbot, holder: LiveHolder) -> None:
         self._feeds, self._chatbot = feeds, chatbot
         self._ticket = ticket if isinstance(ticket, str) else ""
-        self._feed: LiveFeed[LiveFrame] | None = feeds.claim(ticket)
+        self._feed: LiveFeed[LiveFrame] | None = feeds.claim(ticket, holder)
 
     def show(self, start: int, messages: list[gr.ChatMessage]) -> bool:
         """The chat from message `start` on is `messages` (those before it stay as the page shows them)."""
@@ -55,8 +61,21 @@ class AnswerChannel:
 class LivePage:
     """What the chat controller needs of the live channel."""
 
-    def __init__(self, feeds: LiveFeeds[LiveFrame], chatbot: gr.Chatbot) -> None:
-        self._feeds, self._chatbot = feeds, chatbot
+    def __init__(self, feeds: LiveFeeds[LiveFrame], chatbot: gr.Chatbot, holder_of: HolderOf) -> None:
+        self._feeds, self._chatbot, self._holder_of = feeds, chatbot, holder_of
 
-    def answer(self, ticket: object) -> AnswerChannel:
-        return AnswerChannel(self._feeds, ticket, self._chatbot)
+    def bind(self, ticket: str, request: gr.Request) -> bool:
+        """The page's ticket is the asking session's from now on; False when another session has it."""
+        try:
+            self._feeds.bind(ticket, self._holder(request))
+        except LiveRefused:
+            return False
+        return True
+
+    def answer(self, ticket: object, request: gr.Request) -> AnswerChannel:
+        """The answer's channel, claimed for the session that asks (another session's ticket gets none)."""
+        return AnswerChannel(self._feeds, ticket, self._chatbot, self._holder(request))
+
+    def _holder(self, request: gr.Request) -> LiveHolder:
+        client, cookies = request_origin(request)
+        return self._holder_of(client, getattr(request, "username", None), cookies)

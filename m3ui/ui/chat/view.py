@@ -111,7 +111,8 @@ def build_chat_tab(services: AppServices) -> ChatTabUI:
     server = ServerLibrary(ServerChats(accounts)) if accounts is not None else None
     placeholder = gr.Column() if server is not None else None  # the import offer goes first, built once ui exists
     ui = _layout(legacy_secret(services.data_dir))
-    chat = ChatController(chat_runner(services), server, LivePage(services.live_feeds, ui.chatbot))
+    chat = ChatController(chat_runner(services), server, LivePage(services.live_feeds, ui.chatbot,
+                                                                 lambda *who: services.live_holder(*who)))
     services.send_early = chat.send_early
     _wire(ui, chat, build_live_slots(ui.chatbot))
     if server is not None and placeholder is not None:
