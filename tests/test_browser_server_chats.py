@@ -18,6 +18,7 @@ from tests.app_process import running_app
 from tests.browser import CHROMIUM, CHROMIUM_ARGS
 from tests.test_browser_accounts import sign_in
 
+pytestmark = pytest.mark.browser
 BOB = ("bob", "bobs-password")
 CAROL = ("carol", "carols-password")
 
