@@ -115,7 +115,7 @@ async def chat_completions(engine: Engine, request: ChatRequest, raw: Request) -
         text.append(step.text)
         finish, completion_tokens = step.finish or finish, step.completion_tokens
         if completion_tokens % DISCONNECT_CHECK_EVERY == 0 and await raw.is_disconnected():
-            await steps.aclose()
+            await steps.aclose()  # type: ignore[attr-defined]  # an async generator, typed as the iterator it is used as
             return Response(status_code=499)
     if finish.kind == "abort" and finish.message:
         return error_response(finish.message)

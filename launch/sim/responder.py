@@ -108,6 +108,7 @@ def completion_body(header: ChunkHeader, text: str, finish: Finish, setup: Parse
     if setup.reasoning:
         split = ReasoningSplitter(setup.forced_reasoning).whole(text)
         reasoning, text = split.reasoning or None, split.normal
+    reason: str  # the finish's kind, or "tool_calls"
     reason, matched = finish.kind, finish.matched
     tool_calls = None
     if setup.tool_mode == "json":

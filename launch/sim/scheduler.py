@@ -157,7 +157,7 @@ class Scheduler:
             self._metrics.prefilled(len(job.prompt), cached, queued, ttft)
             # The model ends its turn with an EOS token, which needs room under max_new_tokens like any other.
             ends = job.max_new_tokens is None or job.max_new_tokens > len(job.output)
-            limit = len(job.output) if ends else job.max_new_tokens
+            limit: int = len(job.output) if ends else job.max_new_tokens  # type: ignore[assignment]  # not None when it does not end
             pass_tokens = 1 if self._pacing.throttled else UNTHROTTLED_PASS_TOKENS
             step_time = 1.0
             # Paced to a deadline, not by sleeping after the per-token work: the work then does not slow the

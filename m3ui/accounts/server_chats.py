@@ -9,6 +9,7 @@ one format. Bounded: a chat's record and a user's number of chats have limits.
 
 from __future__ import annotations
 
+import builtins
 import json
 import secrets
 import sqlite3
@@ -100,6 +101,7 @@ class ServerChats:
 
     def delete(self, user: str, chat_id: str, revision: int | None = None) -> bool:
         """Delete the chat (only while it is still at `revision`, when given: a newer save is kept)."""
+        args: tuple[object, ...]
         sql, args = "DELETE FROM chats WHERE user_id = ? AND id = ?", (self._user_id(user), chat_id)
         if revision is not None:
             sql, args = sql + " AND revision = ?", (*args, revision)
@@ -111,7 +113,7 @@ class ServerChats:
         with self.db.transaction() as conn:
             return conn.execute("DELETE FROM chats WHERE user_id = ?", (self._user_id(user),)).rowcount
 
-    def export(self, user: str) -> list[dict[str, object]]:
+    def export(self, user: str) -> builtins.list[dict[str, object]]:  # list: the method above
         """Every chat of the user, as the browser stores them (json.dumps-able)."""
         rows = self.db.query("SELECT record FROM chats WHERE user_id = ? ORDER BY updated_at", (self._user_id(user),))
         return [json.loads(row["record"]) for row in rows]

@@ -41,7 +41,7 @@ class LiveFeed(Generic[Frame]):
         self._frame: Frame | None = None  # the newest frame not yet taken
         self._claimed = False  # an answer streams into this feed
         self._over = False  # the answer that claimed it gave it back
-        self._wake: Callable[[], None] | None = None  # set while the page's channel reads
+        self._wake: Callable[[], object] | None = None  # set while the page's channel reads
 
     @property
     def reading(self) -> bool:

@@ -6,6 +6,7 @@ them through this class, so that the guards never import Gradio."""
 from __future__ import annotations
 
 import fastapi
+from gradio.routes import App
 from starlette.requests import HTTPConnection
 from starlette.routing import Mount
 from starlette.types import Scope
@@ -13,7 +14,8 @@ from starlette.types import Scope
 
 class GradioSessions:
     def __init__(self, app: fastapi.FastAPI, path: str) -> None:
-        self.served = next(route.app for route in app.routes if isinstance(route, Mount) and route.path == path)
+        served = next(route.app for route in app.routes if isinstance(route, Mount) and route.path == path)
+        self.served: App = served  # type: ignore[assignment]  # the mounted app is Gradio's App
 
     @property
     def login_required(self) -> bool:

@@ -44,7 +44,7 @@ class AnswerChannel:
         """The chat from message `start` on is `messages` (those before it stay as the page shows them)."""
         if self._feed is None or not self._feed.reading:
             return False
-        return self._feed.publish(LiveFrame(start, self._chatbot.postprocess(messages).model_dump()))
+        return self._feed.publish(LiveFrame(start, self._chatbot.postprocess(messages).model_dump()))  # type: ignore[arg-type]  # list is invariant; Gradio only reads it
 
     def close(self) -> None:
         if self._feed is not None:

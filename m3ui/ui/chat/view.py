@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 import gradio as gr
 from gradio.context import Context
@@ -34,8 +35,9 @@ HINT = ("✎ on a question edits it and sends it again: the answers after it are
 KEEP_REASONING_INFO = "Off: earlier answers' reasoning is not sent back (M3's recommended default; saves context)."
 STALL_INFO = "Give up on an answer when the engine sends nothing for this long."
 # Inline $…$ as well as display $$…$$ and the LaTeX brackets models also write.
-LATEX_DELIMITERS = [{"left": "$$", "right": "$$", "display": True}, {"left": "$", "right": "$", "display": False},
-                    {"left": "\\(", "right": "\\)", "display": False}, {"left": "\\[", "right": "\\]", "display": True}]
+LATEX_DELIMITERS: list[dict[str, str | bool]] = [
+    {"left": "$$", "right": "$$", "display": True}, {"left": "$", "right": "$", "display": False},
+    {"left": "\\(", "right": "\\)", "display": False}, {"left": "\\[", "right": "\\]", "display": True}]
 DEFAULTS = GenerationSettings()
 # The page script's entry points (assets/js/chat.js): what the browser stores, downloads, and the drawer.
 READ_BROWSER_JS = "(browser, legacy, page) => [window.m3uiChats.read(), legacy, window.m3uiLive.ticket()]"
@@ -187,7 +189,7 @@ def _wire(ui: ChatTabUI, chat: ChatController, live_slots: LiveSlots) -> None:
     view = ui.view
     # The library's own actions take turns (they are quick): a sync computed from the library as it was before a
     # concurrent switch or rename would otherwise undo it on the page.
-    quick = {"concurrency_id": "chat-library", "concurrency_limit": 1, "show_progress": "hidden"}
+    quick: dict[str, Any] = {"concurrency_id": "chat-library", "concurrency_limit": 1, "show_progress": "hidden"}
     settings = [*ui.settings, live_slots.ticket]  # and the page's live channel (m3ui.ui.chat.live_view)
     following = gr.State(None)  # an answer's stream hands this to `finish` (m3ui.ui.chat.following)
     asked = gr.Textbox(visible=False)  # the question, taken out of the message box by the page (ASK_JS)
@@ -224,7 +226,7 @@ def _wire(ui: ChatTabUI, chat: ChatController, live_slots: LiveSlots) -> None:
     # A save that lands while a sync is on its way gets a sync of its own after it (Gradio would drop the click).
     ui.sync.click(chat.sync, [ui.library, ui.browser], view, js=SYNC_BROWSER_JS, trigger_mode="always_last", **quick)
     ui.drawer.click(None, None, None, js=TOGGLE_DRAWER_JS)
-    instant = {"queue": False, "show_progress": "hidden"}
+    instant: dict[str, Any] = {"queue": False, "show_progress": "hidden"}
     ui.greedy.click(lambda: GREEDY_TEMPERATURE, None, ui.temperature, **instant)
     ui.defaults.click(lambda: (DEFAULTS.thinking_mode, DEFAULTS.temperature, DEFAULTS.top_p, DEFAULTS.max_tokens,
                                DEFAULTS.stall_seconds),
