@@ -21,11 +21,11 @@ from m3ui.services import AppServices
 from m3ui.ui.account_view import build_account_tab
 from m3ui.ui.admin.view import build_admin_app
 from m3ui.ui.chat.view import build_chat_tab
-from m3ui.ui.gradio_costs.absent_modules import mark_absent
-from m3ui.ui.gradio_costs.lazy_session_config import lazy_session_config
-from m3ui.ui.gradio_costs.progress_targets import untrack_hidden_progress
-from m3ui.ui.gradio_costs.queue_pacing import pace_queue
-from m3ui.ui.gradio_sessions import GradioSessions
+from m3ui.ui.gradio_contacts.absent_modules import mark_absent
+from m3ui.ui.gradio_contacts.lazy_session_config import lazy_session_config
+from m3ui.ui.gradio_contacts.logins import GradioSessions
+from m3ui.ui.gradio_contacts.progress_targets import untrack_hidden_progress
+from m3ui.ui.gradio_contacts.queue_pacing import pace_queue
 from m3ui.ui.header_view import build_header
 from m3ui.ui.monitor.view import build_monitor_tab
 from m3ui.ui.tools_view import build_tools_tab
@@ -52,11 +52,11 @@ def build_main_app(services: AppServices) -> gr.Blocks:
         build_header(services)
         with gr.Tabs():
             with gr.Tab("Chat", id="chat"):
-                build_chat_tab(services)
+                build_chat_tab(services, demo)
             with gr.Tab("Tools", id="tools"):
                 build_tools_tab(services)
-            with gr.Tab("Monitor", id="monitor"):
-                build_monitor_tab(services)
+            with gr.Tab("Monitor", id="monitor") as monitor_tab:
+                build_monitor_tab(services, monitor_tab)
             if services.policy.chat_login:
                 with gr.Tab("Account", id="account") as account_tab:
                     build_account_tab(services, account_tab)
@@ -69,8 +69,8 @@ def build_main_app(services: AppServices) -> gr.Blocks:
 
 def build_asgi_app(services: AppServices) -> fastapi.FastAPI:
     """Both apps, behind the HTTP guards of m3ui.web (Host, Origin, admin token, logins, API calls)."""
-    # Gradio's own costs (m3ui.ui.gradio_costs): its per-event `import matplotlib` then fails at once, and a new
-    # session no longer builds every component's configuration
+    # Gradio's own costs (m3ui.ui.gradio_contacts, docs/GRADIO.md): its per-event `import matplotlib` then fails
+    # at once, and a new session no longer builds every component's configuration
     mark_absent()
     lazy_session_config()
     app = fastapi.FastAPI(title=TITLE, docs_url=None, redoc_url=None, openapi_url=None)

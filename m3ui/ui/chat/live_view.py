@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import gradio as gr
-from gradio.context import Context
 
 from m3ui.live.feed import LiveFeed, LiveFeeds
 from m3ui.live.frame_diff import LiveFrame
@@ -22,12 +21,10 @@ class LiveSlots:
     apply: gr.Button
 
 
-def build_live_slots(chatbot: gr.Chatbot) -> LiveSlots:
+def build_live_slots(chatbot: gr.Chatbot, page: gr.Blocks) -> LiveSlots:
     slots = LiveSlots(gr.Textbox("", visible=False), gr.Button("live", visible="hidden", elem_id="m3-chat-live"))
     slots.apply.click(None, [chatbot], [chatbot], js=APPLY_JS, queue=False)
-    page = Context.root_block
-    if page is not None:
-        page.load(None, None, [slots.ticket], js=TICKET_JS, queue=False)
+    page.load(None, None, [slots.ticket], js=TICKET_JS, queue=False)
     return slots
 
 

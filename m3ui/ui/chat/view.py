@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
-from gradio.context import Context
 
 from m3ui.accounts.server_chats import ServerChats
 from m3ui.client import GenerationSettings
@@ -106,7 +105,7 @@ class ChatTabUI:
         return [getattr(self, name) for name in FORM]  # in the answer handlers' order
 
 
-def build_chat_tab(services: AppServices) -> ChatTabUI:
+def build_chat_tab(services: AppServices, page: gr.Blocks) -> ChatTabUI:
     """With a login and accounts, the chats are kept on the server per person (m3ui.ui.chat.server_library);
     otherwise in the browser's storage."""
     accounts = services.policy.accounts if services.policy.chat_login else None
@@ -115,10 +114,10 @@ def build_chat_tab(services: AppServices) -> ChatTabUI:
     ui = _layout(legacy_secret(services.data_dir))
     chat = ChatController(chat_runner(services), server, LivePage(services.live_feeds, ui.chatbot))
     services.send_early = chat.send_early
-    _wire(ui, chat, build_live_slots(ui.chatbot))
+    _wire(ui, chat, build_live_slots(ui.chatbot, page), page)
     if server is not None and placeholder is not None:
         with placeholder:
-            build_import_offer(server, ui.library, ui.browser, ui.view, chat.sync)
+            build_import_offer(server, ui.library, ui.browser, ui.view, chat.sync, page)
     return ui
 
 
@@ -185,7 +184,7 @@ def _layout(legacy_key: str | None) -> ChatTabUI:
                      top_p, max_tokens, stall_seconds, greedy, defaults, keep_reasoning, system_prompt)
 
 
-def _wire(ui: ChatTabUI, chat: ChatController, live_slots: LiveSlots) -> None:
+def _wire(ui: ChatTabUI, chat: ChatController, live_slots: LiveSlots, page: gr.Blocks) -> None:
     view = ui.view
     # The library's own actions take turns (they are quick): a sync computed from the library as it was before a
     # concurrent switch or rename would otherwise undo it on the page.
@@ -231,6 +230,5 @@ def _wire(ui: ChatTabUI, chat: ChatController, live_slots: LiveSlots) -> None:
     ui.defaults.click(lambda: (DEFAULTS.thinking_mode, DEFAULTS.temperature, DEFAULTS.top_p, DEFAULTS.max_tokens,
                                DEFAULTS.stall_seconds),
                       None, [ui.thinking_mode, ui.temperature, ui.top_p, ui.max_tokens, ui.stall_seconds], **instant)
-    page = Context.root_block
-    if page is not None:  # the saved chats come back when the page (re)loads
-        page.load(chat.load, [ui.browser, ui.legacy, live_slots.ticket], view, js=READ_BROWSER_JS, **instant)
+    # the saved chats come back when the page (re)loads
+    page.load(chat.load, [ui.browser, ui.legacy, live_slots.ticket], view, js=READ_BROWSER_JS, **instant)

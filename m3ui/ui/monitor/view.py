@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import gradio as gr
-from gradio.context import Context
 
 from m3ui.monitor.sampler import MonitorHistory, MonitorSnapshot
 from m3ui.placement.advice import AdviceCache, advise_snapshot
@@ -146,9 +145,8 @@ def _build() -> MonitorPanels:
                          requests, gpu_charts, gpu_load, gpu_memory, cpu_load, gr.State(Seen()))
 
 
-def build_monitor_tab(services: AppServices) -> MonitorPanels:
-    """Inside a gr.Tab the refresh runs only while that tab is shown; elsewhere it always runs."""
-    tab = Context.block if isinstance(Context.block, gr.Tab) else None
+def build_monitor_tab(services: AppServices, tab: gr.Tab | None = None) -> MonitorPanels:
+    """Given the gr.Tab it is built in, the refresh runs only while that tab is shown; else it always runs."""
     panels = _build()
     timer = gr.Timer(REFRESH_S, active=tab is None)
     outputs = panels.outputs()
