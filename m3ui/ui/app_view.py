@@ -92,17 +92,17 @@ def build_asgi_app(services: AppServices) -> fastapi.FastAPI:
         gr.mount_gradio_app(app, admin, path=ADMIN_PATH, css=css, head=head, allowed_paths=admin_files, **mounted,
                             auth=off_the_loop(policy.check_admin_login) if policy.admin_login else None,
                             auth_message="m3ui admin: log in as 'admin' or with an admin account")
-        mounts.append(gradio_mount(app, ADMIN_PATH, "admin", admin))
+        mounts.append(gradio_mount(app, ADMIN_PATH, "admin", admin, policy.admin_login))
     main = build_main_app(services)
+    chat = gradio_mount(app, "", "chat", main, policy.chat_login)  # its logins read once mounted, below
+    # The page's own routes, added before the main app's mount, which takes every path.
+    app.router.routes.append(LiveChannel(services.live_feeds, chat.logged_in).route())
+    app.router.routes.append(EarlyAsk(lambda *asked: services.send_early(*asked), chat.logged_in, chat.user).route())
     chat_auth = off_the_loop(policy.check_chat_login) if policy.chat_login else None
     gr.mount_gradio_app(app, main, path="", css=css, head=head, auth=chat_auth, blocked_paths=admin_files, **mounted,
                         auth_message="Sign in with your m3ui account. No account? Create one at /signup when the "
                         "admin allows sign-up, or ask the admin.")
-    mounts.append(gradio_mount(app, "", "chat", main))
-    # before the main app's mount, which takes every path
-    app.router.routes.insert(0, LiveChannel(services.live_feeds, mounts[-1].logged_in).route())
-    app.router.routes.insert(0, EarlyAsk(lambda *asked: services.send_early(*asked), mounts[-1].logged_in,
-                                         mounts[-1].user).route())
+    mounts.append(chat)
     app.add_middleware(EarlyHead, snippet=page_head(EARLY_JS_DIR))
     install_guards(app, policy, tuple(mounts))
     return app
@@ -128,11 +128,11 @@ def off_the_loop(check: Callable[[str, str], bool]) -> Callable[[str, str], Awai
     return auth
 
 
-def gradio_mount(app: fastapi.FastAPI, path: str, name: str, blocks: gr.Blocks) -> GradioMount:
-    """What the guards need to know of the Gradio app mounted at `path`, its logins included."""
+def gradio_mount(app: fastapi.FastAPI, path: str, name: str, blocks: gr.Blocks, login: bool) -> GradioMount:
+    """What the guards need to know of the Gradio app mounted (or about to be) at `path`, its logins included."""
     sessions = GradioSessions(app, path)
     return GradioMount(path, name, blocks.fns, takes_uploads(blocks), sessions.logged_in,
-                       sessions if sessions.login_required else None)
+                       sessions if login else None)
 
 
 def takes_uploads(blocks: gr.Blocks) -> bool:

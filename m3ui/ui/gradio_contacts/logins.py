@@ -5,6 +5,8 @@ them through this class, so that the guards never import Gradio."""
 
 from __future__ import annotations
 
+import functools
+
 import fastapi
 from gradio.routes import App
 from starlette.requests import HTTPConnection
@@ -14,8 +16,13 @@ from starlette.types import Scope
 
 class GradioSessions:
     def __init__(self, app: fastapi.FastAPI, path: str) -> None:
-        served = next(route.app for route in app.routes if isinstance(route, Mount) and route.path == path)
-        self.served: App = served  # type: ignore[assignment]  # the mounted app is Gradio's App
+        self._app, self._path = app, path
+
+    @functools.cached_property
+    def served(self) -> App:
+        """The Gradio app mounted at the path, found at first use (routes may be added before the mount)."""
+        return next(route.app for route in self._app.routes  # type: ignore[return-value]  # Gradio's App
+                    if isinstance(route, Mount) and route.path == self._path)
 
     @property
     def login_required(self) -> bool:
