@@ -1,5 +1,5 @@
-"""Test-wide settings (offline, the repo root importable) and the fixtures the browser tests share: `app`, the
-module's `python app.py` on the simulated engine, and `page`, a fresh Chromium page on it with the engine ready.
+"""Test-wide settings (offline, the repo root importable) and the fixtures the browser tests share: `app`, one
+`python app.py` on the simulated engine, and `page`, a fresh Chromium page on it with the engine ready.
 A module that needs another app (accounts, a TMPDIR) or page (a viewport, a tab) defines its own of that name."""
 
 from __future__ import annotations
@@ -45,16 +45,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.flaky(reruns=BROWSER_RERUNS))
 
 
-@pytest.fixture(scope="module")
-def app(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[RunningApp]:
-    """`python app.py` on the simulated engine, one per test module, its engine ready."""
-    with running_app(tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1])) as running:
+@pytest.fixture(scope="session")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApp]:
+    """`python app.py` on the simulated engine, its engine ready: one for every module that takes this default (in
+    a test run, or in each pytest-xdist worker). Their tests open pages, chat and read figures as deltas; none
+    signs in, changes settings or stops the engine (a module that does starts an app of its own)."""
+    with running_app(tmp_path_factory.mktemp("shared-app")) as running:
         running.wait_engine_ready()
         yield running
 
 
 @pytest.fixture
 def page(app: RunningApp) -> Iterator[Page]:
-    """A fresh Chromium page on the module's app, its header saying the engine is ready."""
+    """A fresh Chromium page on the app, its header saying the engine is ready."""
     with ready_page(app.url) as fresh:
         yield fresh
