@@ -4,9 +4,9 @@ page every browser test starts from: the app open, its header saying the engine 
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Page
+    from playwright.sync_api import Browser, Page, Playwright
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -23,22 +23,43 @@ CHROMIUM_ARGS = [
 ]
 
 
-@contextmanager
-def chromium_page(viewport: tuple[int, int] = (1280, 900)) -> Iterator[Page]:
-    """A fresh browser profile and page; skips (with the reason) only when Chromium is not installed."""
+_running: list[tuple[Playwright, Browser]] = []  # this process's Chromium, started at the first page
+
+
+def shared_browser() -> Browser:
+    """One Chromium for the whole process (started again if it died): starting one took 4-5 s per page on a
+    loaded 2-core machine, a new context in a running one under 1 s. Playwright's sync API allows one instance per
+    thread, so every page of the tests comes from here. Skips (with the reason) only when Chromium is missing."""
     if not os.path.exists(CHROMIUM):
         pytest.skip("Debian's chromium is not installed (scripts/test.sh installs it)")
-    from playwright.sync_api import sync_playwright
+    if _running and _running[0][1].is_connected():
+        return _running[0][1]
+    if _running:  # Chromium died: a new one on the same Playwright
+        playwright = _running.pop()[0]
+    else:
+        from playwright.sync_api import sync_playwright
 
-    with tempfile.TemporaryDirectory(prefix="m3ui-chromium-") as profile, sync_playwright() as pw:
-        context = pw.chromium.launch_persistent_context(
-            profile, executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True,
-            viewport={"width": viewport[0], "height": viewport[1]},
-        )
-        try:
-            yield context.pages[0] if context.pages else context.new_page()
-        finally:
-            context.close()
+        playwright = sync_playwright().start()
+        atexit.register(_stop)
+    _running.append((playwright, playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS,
+                                                            headless=True)))
+    return _running[0][1]
+
+
+def _stop() -> None:
+    for playwright, browser in _running:
+        browser.close()
+        playwright.stop()
+
+
+@contextmanager
+def chromium_page(viewport: tuple[int, int] = (1280, 900)) -> Iterator[Page]:
+    """A page in a fresh browser context (its own storage and cookies, as a new profile has)."""
+    context = shared_browser().new_context(viewport={"width": viewport[0], "height": viewport[1]})
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
 
 
 UI_TIMEOUT_MS = 60_000  # a loaded 2-core machine runs the app, the engine and Chromium at once
