@@ -1,6 +1,6 @@
 """Real Chromium through Playwright (Debian's /usr/bin/chromium; Playwright's own download is not used), and the
 page every browser test starts from: the app open, its header saying the engine is ready (`ready_page`; the
-`page` fixture in tests/conftest.py gives one on the module's app)."""
+`page` fixture in tests/conftest.py gives one on the shared app)."""
 
 from __future__ import annotations
 
