@@ -16,12 +16,17 @@ import os
 import sqlite3
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from m3ui.access import ADMIN_PASSWORD_ENV, DEFAULT_SESSION_HOURS
 from m3ui.accounts import AccountError, AccountStore
 from m3ui.data_dir import default_data_dir
 from m3ui.secret_file import SecretFileError, read_secret_file
 from m3ui.web.hosts import check_allowed_host
+
+if TYPE_CHECKING:
+    from launch.preflight import LaunchPlan
+    from m3ui.services import AppServices  # imported late at run time (it loads the engine stack)
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
@@ -96,19 +101,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def start_engine(args: argparse.Namespace, services: object) -> int:
+def start_engine(args: argparse.Namespace, services: AppServices) -> int:
     """Start or attach what the options ask for; non-zero when the launch was refused."""
     from launch.command import Engine
     from launch.findings import format_findings
     from launch.profile import ProfileError, load_profile
     from m3ui.services import simulated_settings, start_default_engine
 
-    link = services.link  # type: ignore[attr-defined]
+    link = services.link
     if args.fleet:
         return start_fleet_file(args.fleet, args.data_dir, services)
     if args.endpoint:
         link.attach(args.endpoint.rstrip("/").removesuffix("/v1"), args.api_key)
         return 0
+    plan: LaunchPlan | None
     if args.profile:
         try:
             prof = load_profile(args.profile)
@@ -120,13 +126,13 @@ def start_engine(args: argparse.Namespace, services: object) -> int:
     elif args.engine == "sim":
         plan = link.launch(simulated_settings(), Engine("sim"))
     else:
-        plan = start_default_engine(services)  # type: ignore[arg-type]
+        plan = start_default_engine(services)
     if plan is not None and plan.findings:
         print(format_findings(plan.findings), file=sys.stderr)
     return 0 if plan is None or plan.ok else 1
 
 
-def start_fleet_file(path: Path, data_dir: Path, services: object) -> int:
+def start_fleet_file(path: Path, data_dir: Path, services: AppServices) -> int:
     """Run the fleet (stopped at exit, after uvicorn), attach the chat to its router, and hand it to the admin."""
     from launch.fleet.cli import start_fleet
     from launch.fleet.fleet_file import FleetFileError, load_fleet_file
@@ -143,8 +149,8 @@ def start_fleet_file(path: Path, data_dir: Path, services: object) -> int:
         return 1
     atexit.register(supervisor.stop)
     follow_fleet(supervisor, sys.stderr)  # workers starting and ready, the router, a worker dying and back
-    services.fleet = supervisor  # type: ignore[attr-defined]
-    services.link.attach(fleet.router.url, None, attached_as=FLEET_ROUTER)  # type: ignore[attr-defined]
+    services.fleet = supervisor
+    services.link.attach(fleet.router.url, None, attached_as=FLEET_ROUTER)
     return 0
 
 
@@ -173,11 +179,11 @@ def main(argv: list[str] | None = None) -> int:
 
     users = tuple(tuple(item.split(":", 1)) for item in args.chat_user)
     try:
-        accounts = open_accounts(args.data_dir, users)  # type: ignore[arg-type]
+        accounts = open_accounts(args.data_dir, users)
     except (AccountError, sqlite3.Error, RuntimeError) as exc:
         print(f"error: accounts: {exc}", file=sys.stderr)
         return 2
-    policy = AccessPolicy.from_env(args.host, args.admin_password, users,  # type: ignore[arg-type]
+    policy = AccessPolicy.from_env(args.host, args.admin_password, users,
                                    tuple(args.allowed_host), accounts, args.session_hours)
     services = AppServices.create(args.data_dir, policy)
     # uvicorn shuts down gracefully on SIGINT/SIGTERM (streams still open are cut after GRACEFUL_SHUTDOWN_S) and
@@ -204,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         # uvicorn's default trusts X-Forwarded-For from 127.0.0.1: any local process could then pick the address
         # the login throttle counts; only a named proxy is believed
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning", proxy_headers=bool(args.trusted_proxy),
-                    forwarded_allow_ips=args.trusted_proxy or None, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
+                    forwarded_allow_ips=args.trusted_proxy or None, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)  # type: ignore[arg-type]  # uvicorn waits with asyncio.wait_for: a float is fine
         return 0
     finally:
         services.close()

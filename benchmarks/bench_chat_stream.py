@@ -17,11 +17,13 @@
    median session's.
 
 Targets are side-by-side ratios or costs per token, so a busy machine moves them less than absolute figures.
-Run from the repo root: `python benchmarks/bench_chat_stream.py [--check] [--profile FILE]`. `--check` exits 1
-when a target is missed (app CPU, TTFT and 16 sessions: a floor each; a target missed is printed); `--profile`
-records the app with py-spy during the 16 UI sessions and prints where its CPU went. The engine rate is set with
-M3UI_SIM_DECODE_TPS; the report prints the rate it really reached. The last line printed is one JSON object with
-every figure.
+Run from the repo root: `python benchmarks/bench_chat_stream.py [--check [--ci]] [--profile FILE]`. `--check`
+exits 1 when a target is missed: the shown rate, every session completing and fairness are hard gates; TTFT, the
+16 sessions' throughput and the app's CPU are timings, the best of up to 3 runs of parts 1-3, failing past their
+target, or with `--ci` (CI=true) only past twice it (benchmarks/timing_gate.py); CI also runs fewer TTFT pairs
+and rounds. `--profile` records the app with py-spy during the 16 UI sessions and prints where its CPU went. The
+engine rate is set with M3UI_SIM_DECODE_TPS; the report prints the rate it really reached. The last line printed
+is one JSON object with every figure.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import openai  # noqa: E402
 import psutil  # noqa: E402
 
+from benchmarks.timing_gate import Gate, Timing, add_arguments  # noqa: E402
 from launch.sim.tokens import count_tokens  # noqa: E402
 from m3ui.monitor.sampler import SamplerConfig  # noqa: E402
 from tests.app_process import running_app  # noqa: E402
@@ -66,17 +69,13 @@ ADDED_TTFT_TARGET_MS = 30.0
 CONCURRENT_TARGET = 0.95  # 16 UI sessions' total tok/s / 16 direct clients' total tok/s
 APP_CPU_TARGET_MS = 0.10  # app CPU per streamed token above idle, 16 sessions
 FAIRNESS_TARGET = 0.50  # slowest of 64 sessions' tok/s / the median session's
-# What --check fails on for the three figures a slowed machine moves most: floors, since a host that slows this
-# 2-core machine (its idle app then costs 4-5% of a core instead of 2-3%) slows the page's path more than the
-# SDK's. Slowed so, one clean-clone run of three measured +44 ms and one run here 0.094 ms per token, every other
-# figure met. A target missed is printed in every run. Runs here once all were met: 0.047-0.062 ms per token,
-# 97-100% of direct, TTFT +12-18 ms (with the question's request sent at the click and hidden progress tracked
-# nowhere); with the request at the click alone 0.08-0.14 ms, 82-103% (the harness's own TLS set-up held its
-# sessions back), +26-104 ms; with merged chunks and text 0.08-0.16 ms, 82-92%, +88-122 ms; before the paced
-# reads 0.37-0.51 ms.
-ADDED_TTFT_FLOOR_MS = 60.0
-CONCURRENT_FLOOR = 0.85
-APP_CPU_FLOOR_MS = 0.15
+# The timings (TTFT, 16 sessions, app CPU) are what a slowed host moves most: a host that slows this 2-core machine
+# (its idle app then costs 4-5% of a core instead of 2-3%) slows the page's path more than the SDK's. Slowed so,
+# one clean-clone run of three measured +44 ms and one run here 0.094 ms per token, every other figure met; a
+# loaded CI machine +72 ms. Runs here once all were met: 0.047-0.062 ms per token, 97-100% of direct, TTFT +12-18
+# ms (with the question's request sent at the click and hidden progress tracked nowhere); with the request at the
+# click alone 0.08-0.14 ms, 82-103% (the harness's own TLS set-up held its sessions back), +26-104 ms; with merged
+# chunks and text 0.08-0.16 ms, 82-92%, +88-122 ms; before the paced reads 0.37-0.51 ms.
 IDLE_WINDOW_S = SamplerConfig.expert_dump_every_s  # a whole cycle of the monitor's periodic work
 TIMEOUT_S = 120.0
 
@@ -144,38 +143,17 @@ class Report:
     def concurrency_ratio(self) -> float:
         return self.concurrent_ui_tok_s / self.concurrent_direct_tok_s
 
-    def misses(self) -> list[str]:
-        """What --check fails on: a target missed, or for the three noisiest figures their floors."""
+    def hard_misses(self) -> list[str]:
+        """The correctness-like figures: a miss fails --check however busy the machine."""
         checks = [
-            (self.app_cpu_ms_per_token <= APP_CPU_FLOOR_MS,
-             f"app CPU {self.app_cpu_ms_per_token:.3f} ms per token > {APP_CPU_FLOOR_MS} ms (its floor)"),
-            (self.added_ttft_ms <= ADDED_TTFT_FLOOR_MS,
-             f"TTFT added by the UI {self.added_ttft_ms:.0f} ms > {ADDED_TTFT_FLOOR_MS:.0f} ms (its floor)"),
-            (self.concurrency_ratio >= CONCURRENT_FLOOR,
-             f"{self.sessions} sessions' throughput ratio {self.concurrency_ratio:.3f} < {CONCURRENT_FLOOR} "
-             "(its floor)"),
             (self.many_completed == self.many_sessions,
              f"only {self.many_completed} of {self.many_sessions} sessions completed"),
             (self.many_min_over_median >= FAIRNESS_TARGET,
              f"slowest of {self.many_sessions} sessions at {self.many_min_over_median:.2f} of the median rate "
              f"< {FAIRNESS_TARGET}"),
-            (self.shown_rate_ratio >= SHOWN_RATE_TARGET,
-             f"shown/engine rate {self.shown_rate_ratio:.3f} < {SHOWN_RATE_TARGET}"),
+            *page_misses(self.shown_tok_s, self.engine_tok_s),
         ]
         return [message for ok, message in checks if not ok]
-
-    def targets_missed(self) -> list[str]:
-        """Issue 11's targets for the three figures with floors, printed when a run misses them."""
-        targets = [
-            (self.app_cpu_ms_per_token <= APP_CPU_TARGET_MS,
-             f"app CPU {self.app_cpu_ms_per_token:.3f} ms per token > {APP_CPU_TARGET_MS} ms"),
-            (self.added_ttft_ms <= ADDED_TTFT_TARGET_MS,
-             f"TTFT added by the UI {self.added_ttft_ms:.0f} ms > {ADDED_TTFT_TARGET_MS:.0f} ms "
-             f"(runs: {self.ttft_runs_ms})"),
-            (self.concurrency_ratio >= CONCURRENT_TARGET,
-             f"{self.sessions} sessions' throughput ratio {self.concurrency_ratio:.3f} < {CONCURRENT_TARGET}"),
-        ]
-        return [message for ok, message in targets if not ok]
 
     def render(self) -> str:
         return "\n".join([
@@ -504,38 +482,62 @@ def stop_profile(spy: subprocess.Popen[bytes], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    add_arguments(parser)
     parser.add_argument("--answer-tokens", type=int, default=4000)
     parser.add_argument("--history", type=int, default=20, help="earlier messages before the long answer")
     parser.add_argument("--sessions", type=int, default=16)
     parser.add_argument("--session-tokens", type=int, default=600, help="answer length per concurrent session")
-    parser.add_argument("--rounds", type=int, default=3, help="direct and UI rounds of the sessions, in turns")
+    parser.add_argument("--rounds", type=int, help="direct and UI rounds of the sessions, in turns (3; CI 2)")
     parser.add_argument("--many-sessions", type=int, default=64)
     parser.add_argument("--many-session-tokens", type=int, default=200)
-    parser.add_argument("--ttft-runs", type=int, default=9)
+    parser.add_argument("--ttft-runs", type=int, help="UI and direct TTFT pairs (9; CI 5)")
     parser.add_argument("--profile", type=Path, help="py-spy's raw stacks of the app during the UI sessions")
     args = parser.parse_args(argv)
+    gate = Gate.from_args(args)
+    # In CI fewer TTFT pairs and rounds: the timings there are judged on the best of up to 3 runs.
+    args.ttft_runs = args.ttft_runs or (5 if gate.ci else 9)
+    args.rounds = args.rounds or (2 if gate.ci else 3)
     env = {"M3UI_SIM_DECODE_TPS": os.environ.get("M3UI_SIM_DECODE_TPS", DECODE_TPS)}
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="m3ui-bench-") as tmp, running_app(Path(tmp), env=env) as app:
-        page = measure_page(app.url, args.answer_tokens, args.history, args.ttft_runs)
-        load = measure_concurrency(app.url, psutil.Process(app.process.pid), page.engine_url, args.sessions,
-                                   args.session_tokens, args.rounds, args.profile)
+
+        def parts_1_to_3() -> tuple[PageFigures, ConcurrencyFigures]:
+            page = measure_page(app.url, args.answer_tokens, args.history, args.ttft_runs)
+            return page, measure_concurrency(app.url, psutil.Process(app.process.pid), page.engine_url,
+                                             args.sessions, args.session_tokens, args.rounds, args.profile)
+
+        runs, best = gate.best_of(parts_1_to_3, lambda run: timings(*run, args.sessions),
+                                  lambda run: [m for ok, m in page_misses(run[0].shown_tok_s, run[0].engine_tok_s)
+                                               if not ok])
         completed, fairness = measure_fairness(app.url, args.many_sessions, args.many_session_tokens)
+    page, load = runs[-1]
     report = Report(page.engine_tok_s, page.shown_tok_s, page.tokens, page.browser_cpu_ms_per_1000_tokens,
                     page.ttft_direct_ms, page.ttft_ui_ms, load.direct_tok_s, load.ui_tok_s, load.ui_tail_ms,
                     load.ui_asked_early, args.sessions,
                     load.app_cpu_ms_per_token, load.app_cpu_ms_per_token_total, load.app_idle_cpu_percent,
                     args.many_sessions, completed, fairness, psutil.cpu_count() or 0, page.ttft_runs_ms)
     print(report.render())
-    print(f"(took {time.monotonic() - started:.0f} s)")
-    misses = report.misses()
-    for miss in misses:
-        print(f"MISSED: {miss}", file=sys.stderr)
-    for missed in report.targets_missed():
-        print(f"TARGET MISSED in this run: {missed}", file=sys.stderr)
-    print(json.dumps(report.figures()))
-    return 1 if args.check and misses else 0
+    print(f"(took {time.monotonic() - started:.0f} s, {len(runs)} run(s) of parts 1-3; the last one shown)")
+    code = gate.exit_code(best, report.hard_misses())
+    print(json.dumps({**report.figures(), "runs_taken": len(runs),
+                      "timings_each_run": [{t.name: round(t.value, 4) for t in timings(*run, args.sessions)}
+                                           for run in runs],
+                      "timings_best": {t.name: round(t.value, 4) for t in best}}))
+    return code
+
+
+def page_misses(shown_tok_s: float, engine_tok_s: float) -> list[tuple[bool, str]]:
+    """The shown rate, a hard gate: the page keeps up with the engine."""
+    ratio = shown_tok_s / engine_tok_s
+    return [(ratio >= SHOWN_RATE_TARGET, f"shown/engine rate {ratio:.3f} < {SHOWN_RATE_TARGET}")]
+
+
+def timings(page: PageFigures, load: ConcurrencyFigures, sessions: int) -> list[Timing]:
+    """The figures a busy machine moves: best of up to 3 runs, failing in CI only past twice their target."""
+    return [Timing("TTFT added by the UI", page.ttft_ui_ms - page.ttft_direct_ms, ADDED_TTFT_TARGET_MS, " ms"),
+            Timing(f"{sessions} UI sessions' throughput over direct", load.ui_tok_s / load.direct_tok_s,
+                   CONCURRENT_TARGET, ratio=True),
+            Timing("app CPU per streamed token above idle", load.app_cpu_ms_per_token, APP_CPU_TARGET_MS, " ms")]
 
 
 if __name__ == "__main__":

@@ -17,8 +17,8 @@
 The chat runs through the chat core the app uses (ChatRunner, EngineLink, Supervisor, the monitor's per-answer
 GPU hit rate); the engines and the app
 are real processes on 127.0.0.1. Prints one line per fault (what was done, what held) and a final JSON line.
-Run from the repo root: `python benchmarks/bench_faults.py [--check]`; `--check` exits 1 when a fault did not
-hold or the suite took longer than its time limit.
+Run from the repo root: `python benchmarks/bench_faults.py [--check [--ci]]`; `--check` exits 1 when a fault did
+not hold, or the suite's time (best of up to 3 runs) is past its limit (with `--ci` or CI=true: past twice it).
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ os.environ.update({"M3UI_SIM_STARTUP_SECONDS": "0.3", "M3UI_SIM_DECODE_TPS": "40
 import httpx  # noqa: E402
 import psutil  # noqa: E402
 
+from benchmarks.timing_gate import Gate, Timing, add_arguments  # noqa: E402
 from launch.command import Engine  # noqa: E402
 from launch.run_state import read_run_state  # noqa: E402
 from launch.supervisor import EngineState, Supervisor  # noqa: E402
@@ -317,18 +318,25 @@ def guarded(name: str, fault: Callable[[], Outcome]) -> Outcome:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 when a fault did not hold or time ran out")
-    check = parser.parse_args().check
-    started = time.monotonic()
-    outcomes = run_suite()
-    total = time.monotonic() - started
+    add_arguments(parser, "exit 1 when a fault did not hold or time ran out")
+    gate = Gate.from_args(parser.parse_args())
+
+    def timed_suite() -> tuple[list[Outcome], float]:
+        started = time.monotonic()
+        return run_suite(), time.monotonic() - started
+
+    # each fault holding is a hard gate; the suite's time is a timing (best of up to 3, CI failing past twice it)
+    runs, best = gate.best_of(timed_suite, lambda run: [Timing("suite time", run[1], TIME_LIMIT_S, " s")],
+                              lambda run: [f"{o.name} did not hold" for o in run[0] if not o.ok])
+    outcomes, total = runs[-1]
     for outcome in outcomes:
         print(f"[{'held' if outcome.ok else 'FAILED'}] {outcome.name} ({outcome.seconds:.1f} s): {outcome.done} "
               f"-> {outcome.held}")
-    ok = all(o.ok for o in outcomes) and total < TIME_LIMIT_S
+    failed = gate.failures(best, [f"{o.name} did not hold" for o in outcomes if not o.ok])
     print(json.dumps({"faults": {o.name: {"held": o.ok, "seconds": round(o.seconds, 2)} for o in outcomes},
-                      "total_s": round(total, 1), "time_limit_s": TIME_LIMIT_S, "ok": ok}))
-    return 1 if check and not ok else 0
+                      "total_s": round(total, 1), "time_limit_s": TIME_LIMIT_S, "runs_taken": len(runs),
+                      "ok": not failed}))
+    return 1 if gate.check and failed else 0
 
 
 if __name__ == "__main__":

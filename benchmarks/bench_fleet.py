@@ -12,8 +12,9 @@
 
 Workers and the router start once; the worker count changes through the router's worker API (removing and
 adding workers), as the fleet supervisor does. Run from the repo root: `python benchmarks/bench_fleet.py
-[--check]`; `--check` is the short run (< 60 s) and exits 1 when a checked target is missed. The last line
-printed is one JSON object with every figure.
+[--check [--ci]]`; `--check` is the short run (< 60 s) and exits 1 when a checked target is missed; both figures
+are timings (best of up to 3 runs; with `--ci` or CI=true failing only past twice the target, see
+benchmarks/timing_gate.py). The last line printed is one JSON object with every figure.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,6 +39,7 @@ os.environ.update({"M3UI_SIM_STARTUP_SECONDS": "0.3", "M3UI_SIM_UNTHROTTLED": "0
 import openai  # noqa: E402
 import psutil  # noqa: E402
 
+from benchmarks.timing_gate import Gate, Timing, add_arguments  # noqa: E402
 from launch.command import Engine, build_command  # noqa: E402
 from launch.fleet.commands import router_command  # noqa: E402
 from launch.fleet.router_api import add_worker, list_workers, remove_worker, router_healthy  # noqa: E402
@@ -153,8 +156,9 @@ def added_ttft_ms(router: str, worker: str, pairs: int) -> tuple[float, float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="short run; exit 1 when a checked target is missed")
+    add_arguments(parser, "short run; exit 1 when a checked target is missed")
     args = parser.parse_args(argv)
+    gate = Gate.from_args(args)
     window_s, pairs = (4.0, 10) if args.check else (30.0, 60)
     cores = len(os.sched_getaffinity(0))
     began = time.monotonic()
@@ -169,21 +173,47 @@ def main(argv: list[str] | None = None) -> int:
             url = router_settings.url
             wait(lambda: router_healthy(url) and sum(w.healthy for w in list_workers(url)) == WORKERS, 60, "router")
             processes = [psutil.Process(p) for p in (*pids, router.pid)] + [psutil.Process()]
-            rates: dict[int, list[float]] = {n: [] for n in range(1, WORKERS + 1)}
-            used: dict[int, float] = {}
-            busy: dict[int, float] = {}
-            for n in (*range(1, WORKERS + 1), 1):  # one worker again last: the baseline spans any drift
-                use_workers(url, urls[:n])
-                cpu0, machine0, t0 = cpu_seconds(processes), psutil.cpu_times(), time.monotonic()
-                rates[n].append(throughput(url, n * PER_WORKER_STREAMS, window_s))
-                used[n] = (cpu_seconds(processes) - cpu0) / (time.monotonic() - t0)
-                busy[n] = machine_busy(machine0, psutil.cpu_times())
-            direct_ms, routed_ms = added_ttft_ms(url, urls[0], pairs)
+            # scaling and the router's TTFT are timings: best of up to 3 runs, CI failing only past twice the target
+            runs, best = gate.best_of(lambda: measure(url, urls, processes, window_s, pairs),
+                                      lambda run: timings(run, cores))
         finally:
             router.stop(5.0)
             for pid in pids:
                 terminate_group(pid, 5.0)
-    return report(rates, used, busy, cores, direct_ms, routed_ms, time.monotonic() - began, args.check)
+    for run in runs:
+        report(run, cores)
+    wall_s = time.monotonic() - began
+    print(f"wall {wall_s:.1f} s, {len(runs)} run(s)")
+    failed = gate.failures(best, [])
+    last = runs[-1]
+    rates = {n: statistics.mean(r) for n, r in last.measured.items()}
+    print(json.dumps({"cores": cores, "tok_s": last.measured, "cores_used": last.used, "machine_busy": last.busy,
+                      "scaling": {n: r / (n * rates[1]) for n, r in rates.items()},
+                      "ttft_direct_ms": last.direct_ms, "ttft_router_ms": last.routed_ms, "wall_s": wall_s,
+                      "runs_taken": len(runs), "timings_best": {t.name: round(t.value, 4) for t in best}}))
+    return 1 if args.check and failed else 0
+
+
+@dataclass(frozen=True)
+class FleetRun:
+    measured: dict[int, list[float]]  # tok/s with n workers (1 worker twice: first and last)
+    used: dict[int, float]  # cores used with n workers
+    busy: dict[int, float]  # the whole machine's busy share with n workers
+    direct_ms: float
+    routed_ms: float
+
+
+def measure(url: str, urls: list[str], processes: list[psutil.Process], window_s: float, pairs: int) -> FleetRun:
+    rates: dict[int, list[float]] = {n: [] for n in range(1, WORKERS + 1)}
+    used: dict[int, float] = {}
+    busy: dict[int, float] = {}
+    for n in (*range(1, WORKERS + 1), 1):  # one worker again last: the baseline spans any drift
+        use_workers(url, urls[:n])
+        cpu0, machine0, t0 = cpu_seconds(processes), psutil.cpu_times(), time.monotonic()
+        rates[n].append(throughput(url, n * PER_WORKER_STREAMS, window_s))
+        used[n] = (cpu_seconds(processes) - cpu0) / (time.monotonic() - t0)
+        busy[n] = machine_busy(machine0, psutil.cpu_times())
+    return FleetRun(rates, used, busy, *added_ttft_ms(url, urls[0], pairs))
 
 
 def machine_busy(before: object, after: object) -> float:
@@ -193,36 +223,31 @@ def machine_busy(before: object, after: object) -> float:
     return 1.0 - (spent.get("idle", 0.0) + spent.get("iowait", 0.0)) / total if total > 0 else 0.0
 
 
-def report(measured: dict[int, list[float]], used: dict[int, float], busy: dict[int, float], cores: int,
-           direct_ms: float, routed_ms: float, wall_s: float, check: bool) -> int:
-    failed = []
-    rates = {n: statistics.mean(runs) for n, runs in measured.items()}
+def cores_enough(run: FleetRun, n: int, cores: int) -> bool:
+    """The fleet shares the cores with everything else on the machine: near full, the cores cap the fleet."""
+    return run.busy[n] < HEADROOM and run.used[n] < HEADROOM * cores
+
+
+def timings(run: FleetRun, cores: int) -> list[Timing]:
+    rates = {n: statistics.mean(r) for n, r in run.measured.items()}
+    return [*(Timing(f"scaling with {n} workers", rates[n] / (n * rates[1]), SCALING_TARGET, ratio=True)
+              for n in rates if n > 1 and cores_enough(run, n, cores)),
+            Timing("TTFT the router adds", run.routed_ms - run.direct_ms, ADDED_TTFT_TARGET_MS, " ms")]
+
+
+def report(run: FleetRun, cores: int) -> None:
+    rates = {n: statistics.mean(r) for n, r in run.measured.items()}
     print(f"cores available: {cores} (load average {os.getloadavg()[0]:.1f}); policy round_robin; "
           f"{PER_WORKER_STREAMS} streams per worker, {ANSWER_TOKENS}-token answers")
     for n, rate in rates.items():
         ratio = rate / (n * rates[1])
-        # The fleet shares the cores with everything else on the machine: near full, the cores cap the fleet.
-        enough = busy[n] < HEADROOM and used[n] < HEADROOM * cores
-        verdict = ("" if n == 1 else
-                   f"target >= {SCALING_TARGET}: {'ok' if ratio >= SCALING_TARGET else 'MISSED'}" if enough else
-                   f"not checked: the cores were the limit (machine {busy[n]:.0%} busy)")
-        runs = " (" + ", ".join(f"{r:.1f}" for r in measured[n]) + ")" if len(measured[n]) > 1 else ""
-        print(f"{n} worker(s): {rate:7.1f} tok/s{runs}  scaling {ratio:.2f}  cores used {used[n]:.2f} of {cores}, "
-              f"machine {busy[n]:.0%} busy  {verdict}")
-        if n > 1 and enough and ratio < SCALING_TARGET:
-            failed.append(f"scaling with {n} workers {ratio:.2f} < {SCALING_TARGET}")
-    added = routed_ms - direct_ms
-    print(f"TTFT direct {direct_ms:.1f} ms, through the router {routed_ms:.1f} ms: the router adds {added:.1f} ms "
-          f"(target < {ADDED_TTFT_TARGET_MS:g} ms)")
-    if added >= ADDED_TTFT_TARGET_MS:
-        failed.append(f"router adds {added:.1f} ms TTFT")
-    print(f"wall {wall_s:.1f} s")
-    for line in failed:
-        print(f"MISSED: {line}")
-    print(json.dumps({"cores": cores, "tok_s": measured, "cores_used": used, "machine_busy": busy,
-                      "scaling": {n: r / (n * rates[1]) for n, r in rates.items()},
-                      "ttft_direct_ms": direct_ms, "ttft_router_ms": routed_ms, "wall_s": wall_s}))
-    return 1 if check and failed else 0
+        verdict = ("" if n == 1 or cores_enough(run, n, cores) else
+                   f"not checked: the cores were the limit (machine {run.busy[n]:.0%} busy)")
+        runs = " (" + ", ".join(f"{r:.1f}" for r in run.measured[n]) + ")" if len(run.measured[n]) > 1 else ""
+        print(f"{n} worker(s): {rate:7.1f} tok/s{runs}  scaling {ratio:.2f}  cores used {run.used[n]:.2f} of "
+              f"{cores}, machine {run.busy[n]:.0%} busy  {verdict}")
+    print(f"TTFT direct {run.direct_ms:.1f} ms, through the router {run.routed_ms:.1f} ms: the router adds "
+          f"{run.routed_ms - run.direct_ms:.1f} ms (target < {ADDED_TTFT_TARGET_MS:g} ms)")
 
 
 if __name__ == "__main__":

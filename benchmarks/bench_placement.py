@@ -13,7 +13,7 @@ the same on the other mix. `--check` exits 1 unless: predicted within +-2 points
 mix and above uniform; the gain on the other mix is smaller and the prediction (from the first mix) says
 so; the frequency masks the engine builds from the saved profile equal the planner's for that dump.
 
-    .venv/bin/python benchmarks/bench_placement.py [--check]
+    .venv/bin/python benchmarks/bench_placement.py [--check [--ci]]
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.timing_gate import Gate, Timing, add_arguments  # noqa: E402
 from launch.model_config import load_model_shape  # noqa: E402
 from launch.placement import gpu_expert_mask  # noqa: E402
 from launch.placement_plan.predict import Hardware, PlacementPlan, plan_placement  # noqa: E402
@@ -140,20 +141,27 @@ def report(name: str, n: int, recorded: Measured, plan: PlacementPlan, same: dic
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 when a check fails or time runs out")
+    add_arguments(parser, "exit 1 when a check fails or time runs out")
     args = parser.parse_args()
-    start = time.monotonic()
-    results = {}
-    with tempfile.TemporaryDirectory(prefix="bench-placement-") as tmp:
-        for name, preset in (("single-gpu", single_gpu()), ("tp8", tp8_hybrid())):
-            results[name] = bench_preset(name, preset.replace(kt_weight_path="/weights"), Path(tmp))
-    elapsed = time.monotonic() - start
-    print(json.dumps({"placement": results, "seconds": round(elapsed, 1)}))
-    failed = [f"{name}: {check}" for name, r in results.items() for check, ok in r["checks"].items() if not ok]
-    if elapsed > TIME_LIMIT_S:
-        failed.append(f"took {elapsed:.0f} s (limit {TIME_LIMIT_S:.0f} s)")
-    for failure in failed:
-        print(f"FAILED {failure}", file=sys.stderr)
+    gate = Gate.from_args(args)
+
+    def run_both() -> tuple[dict[str, dict[str, object]], list[str], float]:
+        """Both presets' figures, the checks that failed, and the time taken."""
+        start = time.monotonic()
+        results, failed = {}, []
+        with tempfile.TemporaryDirectory(prefix="bench-placement-") as tmp:
+            for name, preset in (("single-gpu", single_gpu()), ("tp8", tp8_hybrid())):
+                results[name] = bench_preset(name, preset.replace(kt_weight_path="/weights"), Path(tmp))
+                checks: dict[str, bool] = results[name]["checks"]  # type: ignore[assignment]  # report() builds it
+                failed += [f"{name}: {check}" for check, ok in checks.items() if not ok]
+        return results, failed, time.monotonic() - start
+
+    # the checks are hard gates; the time taken is a timing (best of up to 3 runs, CI failing past twice it)
+    runs, best = gate.best_of(run_both, lambda run: [Timing("time taken", run[2], TIME_LIMIT_S, " s")],
+                              lambda run: run[1])
+    results, _, elapsed = runs[-1]
+    failed = gate.failures(best, [miss for run in runs for miss in run[1]])
+    print(json.dumps({"placement": results, "seconds": round(elapsed, 1), "runs_taken": len(runs)}))
     return 1 if args.check and failed else 0
 
 

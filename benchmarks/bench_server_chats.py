@@ -6,8 +6,9 @@
    hold) each append a message per save to their own chat for --seconds; then every message is counted in the
    database: each stored exactly once, and no "database is locked" (or any other) error reached a session.
 
-Run from the repo root: `python benchmarks/bench_server_chats.py [--seconds 120] [--check]`. `--check` exits 1
-when a message was lost or duplicated, an error reached a session, or the p99 save is over 50 ms. The last line
+Run from the repo root: `python benchmarks/bench_server_chats.py [--seconds 120] [--check [--ci]]`. `--check` exits
+1 when a message was lost or duplicated, an error reached a session (hard gates), or the p99 save, best of up to 3
+runs, is over 50 ms (with `--ci` or CI=true: over 100 ms, and the sessions write for 30 s). The last line
 printed is one JSON object with every figure.
 """
 
@@ -25,6 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.timing_gate import Gate, Timing, add_arguments  # noqa: E402
 from m3ui.accounts import AccountStore  # noqa: E402
 from m3ui.accounts.server_chats import ServerChats  # noqa: E402
 from m3ui.accounts.sqlite_db import DB_FILE_NAME  # noqa: E402
@@ -107,20 +109,32 @@ def concurrency(folder: Path, seconds: float) -> dict[str, float]:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--seconds", type=float, default=120.0, help="how long the 32 sessions write (default 120)")
-    p.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    p.add_argument("--seconds", type=float, help="how long the 32 sessions write (default 120; CI 30)")
+    add_arguments(p)
     args = p.parse_args()
+    gate = Gate.from_args(args)
+    seconds = args.seconds or (30.0 if gate.ci else 120.0)  # 30 s is still thousands of contended saves
     with tempfile.TemporaryDirectory(prefix="m3ui-bench-chats-") as tmp:
-        latency = turn_latency(Path(tmp) / "latency")
-        print(f"storing a turn: p50 {latency['p50_ms']:.2f} ms, p99 {latency['p99_ms']:.2f} ms; database "
-              f"{latency['db_bytes_per_1000_turns'] / 1e6:.2f} MB per 1,000 turns (~{len(ANSWER)}-char answers)")
-        load = concurrency(Path(tmp) / "load", args.seconds)
-        print(f"{SESSIONS} sessions for {args.seconds:.0f} s: {load['messages_sent']} messages sent, "
+        runs = iter(range(1, 4))
+
+        def measure_latency() -> dict[str, float]:
+            latency = turn_latency(Path(tmp) / f"latency-{next(runs)}")
+            print(f"storing a turn: p50 {latency['p50_ms']:.2f} ms, p99 {latency['p99_ms']:.2f} ms; database "
+                  f"{latency['db_bytes_per_1000_turns'] / 1e6:.2f} MB per 1,000 turns (~{len(ANSWER)}-char answers)")
+            return latency
+
+        latencies, best = gate.best_of(measure_latency, lambda latency: [
+            Timing("p99 save", latency["p99_ms"], P99_TARGET_MS, " ms")])
+        load = concurrency(Path(tmp) / "load", seconds)
+        print(f"{SESSIONS} sessions for {seconds:.0f} s: {load['messages_sent']} messages sent, "
               f"{load['messages_stored']} stored, exactly once: {load['exactly_once']}, errors: {load['errors']} "
               f"{load['first_error']}; {load['saves_per_s']:.0f} saves/s; cores: {os.cpu_count()}")
-    ok = load["exactly_once"] and not load["errors"] and latency["p99_ms"] <= P99_TARGET_MS
-    print(json.dumps({**latency, **load, "cores": os.cpu_count(), "ok": ok}))
-    return 0 if ok or not args.check else 1
+    hard = [*([] if load["exactly_once"] else ["a message was lost or stored twice"]),
+            *([f"{load['errors']} errors reached a session, first: {load['first_error']}"] if load["errors"] else [])]
+    failed = gate.failures(best, hard)
+    print(json.dumps({**latencies[-1], **load, "p99_ms_best": best[0].value, "runs_taken": len(latencies),
+                      "cores": os.cpu_count(), "ok": not failed}))
+    return 1 if args.check and failed else 0
 
 
 if __name__ == "__main__":

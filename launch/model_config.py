@@ -68,7 +68,7 @@ def _moe_layer_ids(cfg: dict[str, Any], num_layers: int) -> tuple[int, ...]:
 
 def parse_model_config(raw: dict[str, Any]) -> ModelShape:
     """Pure: a parsed config.json → ModelShape. Raises ModelConfigError naming the missing key."""
-    text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
+    text: dict[str, Any] = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw  # type: ignore[assignment]  # a dict: checked on this line
 
     def need(*keys: str) -> int:
         value = _first(text, *keys)

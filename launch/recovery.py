@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import Any
 
 from launch.process_group import is_running, surviving_group, terminate_group
 from launch.run_state import clear_run_state, read_run_state, state_path
@@ -41,7 +42,7 @@ def recover(run_root: Path, adopt_into: Supervisor | None = None, grace: float =
     if state is None:
         clear_run_state(run_root)
         return RecoveryResult(RecoveryAction.CLEANED, "removed an unreadable state file")
-    found = {"pid": state.pid, "run_dir": state.run_dir}
+    found: dict[str, Any] = {"pid": state.pid, "run_dir": state.run_dir}
     # An app whose pid was recycled (an app that is pid 1 in a container is, every time) is not running.
     if is_running(state.owner_pid, state.owner_create_time):
         return RecoveryResult(RecoveryAction.IN_USE, f"app pid {state.owner_pid} still supervises it", **found)

@@ -90,7 +90,7 @@ def cmd_bench(args: argparse.Namespace, resolve: Resolve, data_dir: Path) -> int
         return 1
     if settings is not None:
         ceiling = roofline(load_shape_or_bundled(settings.model_path), settings, host_for(args)).to_json()
-        result.roofline = {**ceiling, "share": shares(result, ceiling)}  # type: ignore[arg-type]
+        result.roofline = {**ceiling, "share": shares(result, ceiling)}  # type: ignore[arg-type]  # to_json() is dict[str, object]; shares() reads its figures
     name = Path(args.profile).stem if args.profile else (args.preset or ENDPOINT_ONLY)
     runs = BenchRuns(data_dir)
     previous = runs.runs(name)

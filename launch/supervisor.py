@@ -142,7 +142,7 @@ class Supervisor:
         self._run: _Run | None = None
         self._closed = False
         self.restart_policy = RestartPolicy()
-        self.on_ready: Callable[[Path, LaunchSettings, Engine], None] | None = None
+        self.on_ready: Callable[[Path, LaunchSettings, Engine], object] | None = None
         self.restart_source: Callable[[], Launch | None] | None = None
         self.on_auto_restart: Callable[[LaunchSettings, Engine], None] | None = None
         self._auto: AutoRestart | None = None

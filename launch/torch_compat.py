@@ -24,7 +24,7 @@ def torch_randperm(n: int, seed: int) -> np.ndarray:
     """`torch.randperm(n, generator=torch.Generator().manual_seed(seed))` on CPU, as int64."""
     legacy = np.random.RandomState(seed).get_state()
     bits = np.random.MT19937()
-    bits.state = {"bit_generator": "MT19937", "state": {"key": legacy[1], "pos": legacy[2]}}
+    bits.state = {"bit_generator": "MT19937", "state": {"key": legacy[1], "pos": legacy[2]}}  # type: ignore[index]  # get_state() is the legacy tuple by default
     offsets = (bits.random_raw(max(n - 1, 0)) % np.arange(n, 1, -1, dtype=np.uint64)).tolist()
     perm = list(range(n))
     for i, offset in enumerate(offsets):

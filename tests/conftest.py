@@ -1,9 +1,15 @@
-"""Test-wide settings: offline, and the repo root importable."""
+"""Test-wide settings (offline, the repo root importable) and the fixtures the browser tests share: `app`, one
+`python app.py` on the simulated engine, and `page`, a fresh Chromium page on it with the engine ready.
+A module that needs another app (accounts, a TMPDIR) or page (a viewport, a tab) defines its own of that name."""
+
+from __future__ import annotations
 
 import os
 import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -21,6 +27,12 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from tests.app_process import RunningApp, running_app  # noqa: E402
+from tests.browser import ready_page  # noqa: E402
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
+
 # Real-Chromium tests drive timers, websockets and an app process on a 2-core CI machine busy with the rest of the
 # suite: one that fails is run once more (pytest-rerunfailures reports it as a rerun) and fails the run only if it
 # fails again. Every other test gets no second chance.
@@ -31,3 +43,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("browser") and not item.get_closest_marker("flaky"):
             item.add_marker(pytest.mark.flaky(reruns=BROWSER_RERUNS))
+
+
+@pytest.fixture(scope="session")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApp]:
+    """`python app.py` on the simulated engine, its engine ready: one for every module that takes this default (in
+    a test run, or in each pytest-xdist worker). Their tests open pages, chat and read figures as deltas; none
+    signs in, changes settings or stops the engine (a module that does starts an app of its own)."""
+    with running_app(tmp_path_factory.mktemp("shared-app")) as running:
+        running.wait_engine_ready()
+        yield running
+
+
+@pytest.fixture
+def page(app: RunningApp) -> Iterator[Page]:
+    """A fresh Chromium page on the app, its header saying the engine is ready."""
+    with ready_page(app.url) as fresh:
+        yield fresh

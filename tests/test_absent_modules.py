@@ -46,7 +46,7 @@ def test_an_event_call_does_not_search_the_path_for_matplotlib(tmp_path):
 
 
 def test_an_installed_module_is_left_alone():
-    from m3ui.ui.gradio_costs.absent_modules import mark_absent
+    from m3ui.ui.gradio_contacts.absent_modules import mark_absent
 
     assert mark_absent(("json",)) == []
     assert sys.modules["json"] is not None

@@ -11,6 +11,7 @@ from m3ui.accounts import AccountStore
 from tests.app_process import running_app
 from tests.browser import chromium_page
 
+pytestmark = pytest.mark.browser
 BOB = ("bob", "bobs-password")
 SIGNED_OUT_WITHIN_S = 8.0  # guard check (1 s) + page poll (3 s) + reload, on a loaded 2-core machine
 

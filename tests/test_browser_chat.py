@@ -18,10 +18,9 @@ from playwright.sync_api import expect
 from m3ui.conversation import AssistantTurn, Conversation
 from m3ui.conversation.library import chat_record, new_chat
 from tests.app_process import running_app
-from tests.browser import chromium_page
+from tests.browser import UI_TIMEOUT_MS, chromium_page, ready_page, wait_engine_ready
 
 pytestmark = pytest.mark.browser
-UI_TIMEOUT_MS = 60_000
 # Records every title a thought block shows, so a state that lasts one frame is not missed by polling.
 RECORD_THOUGHT_TITLES = """() => {
   window.__titles = [];
@@ -57,23 +56,21 @@ def app(app_tmp):
 
 @pytest.fixture
 def page(app):
-    with chromium_page() as page:
-        open_chat(page, app.url)
+    with ready_page(app.url) as page:
+        wait_chats_loaded(page)
         yield page
 
 
 def open_chat(page, url: str) -> None:
     page.set_default_timeout(UI_TIMEOUT_MS)
     page.goto(url)
-    page.wait_for_selector("#m3-message textarea")
     wait_engine_ready(page)
+    wait_chats_loaded(page)
+
+
+def wait_chats_loaded(page) -> None:
+    page.wait_for_selector("#m3-message textarea")
     page.wait_for_selector("#m3-chat-list label", state="attached")  # the page's chats have loaded from the browser
-
-
-def wait_engine_ready(page) -> None:
-    """The header says so (the page's own view of the engine)."""
-    page.wait_for_selector("#m3-header")
-    page.wait_for_function("document.querySelector('#m3-header').innerText.includes('ready')")
 
 
 QUESTIONS = "document.querySelectorAll('#m3-chatbot .message-row.user-row').length"

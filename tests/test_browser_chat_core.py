@@ -15,28 +15,11 @@ import pytest
 
 from launch.run_state import read_run_state
 from tests.app_process import running_app
-from tests.browser import chromium_page
+from tests.browser import UI_TIMEOUT_MS, chromium_page
 from tests.test_browser_chat import engine_counter, engine_url, start_new_chat
 
 pytestmark = pytest.mark.browser
-UI_TIMEOUT_MS = 60_000
 RATE = re.compile(r"(—|[\d.]+) tok/s")
-
-
-@pytest.fixture(scope="module")
-def app(tmp_path_factory):
-    with running_app(tmp_path_factory.mktemp("chat-core")) as app:
-        yield app
-
-
-@pytest.fixture
-def page(app):
-    with chromium_page() as page:
-        page.set_default_timeout(UI_TIMEOUT_MS)
-        page.goto(app.url)
-        page.wait_for_selector("#m3-header")
-        page.wait_for_function("document.querySelector('#m3-header').innerText.includes('ready')")
-        yield page
 
 
 def ask(page, text: str, prefix: str = "m3") -> None:

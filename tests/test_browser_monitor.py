@@ -8,8 +8,7 @@ import time
 
 import pytest
 
-from tests.app_process import running_app
-from tests.browser import chromium_page
+from tests.browser import ready_page
 from tests.monitor_sims import chatting
 
 pytestmark = pytest.mark.browser
@@ -17,18 +16,9 @@ UI_TIMEOUT_MS = 30_000
 HEATMAP = "#m3-mon-experts img[data-activations]"
 
 
-@pytest.fixture(scope="module")
-def app(tmp_path_factory):
-    with running_app(tmp_path_factory.mktemp("monitor")) as app:
-        app.wait_engine_ready()
-        yield app
-
-
 @pytest.fixture
 def page(app):
-    with chromium_page((1400, 1000)) as page:
-        page.set_default_timeout(UI_TIMEOUT_MS)
-        page.goto(app.url)
+    with ready_page(app.url, (1400, 1000), UI_TIMEOUT_MS) as page:
         page.get_by_role("tab", name="Monitor").click()
         page.wait_for_selector('#m3-mon-headline [data-engine-state="ok"]')
         yield page

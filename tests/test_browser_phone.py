@@ -8,14 +8,11 @@ import re
 
 import pytest
 
-from tests.app_process import running_app
-from tests.browser import chromium_page
+from tests.browser import ready_page
 from tests.monitor_sims import chat
-from tests.test_browser_chat import wait_engine_ready
 
 pytestmark = pytest.mark.browser
 PHONE = (390, 844)
-UI_TIMEOUT_MS = 60_000
 HEATMAP = "#m3-mon-experts img[data-activations]"
 SIM_EXPERTS = 128  # routed experts per layer of the model the simulated engine serves
 # Whether every element `selector` matches can be seen whole: it fits inside the page's width, or the nearest box
@@ -32,18 +29,9 @@ READABLE = """(selector) => [...document.querySelectorAll(selector)].map(element
 })"""
 
 
-@pytest.fixture(scope="module")
-def app(tmp_path_factory):
-    with running_app(tmp_path_factory.mktemp("phone")) as app:
-        yield app
-
-
 @pytest.fixture
 def page(app):
-    with chromium_page(PHONE) as page:
-        page.set_default_timeout(UI_TIMEOUT_MS)
-        page.goto(app.url)
-        wait_engine_ready(page)
+    with ready_page(app.url, PHONE) as page:
         yield page
 
 

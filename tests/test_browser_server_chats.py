@@ -6,7 +6,6 @@ once, and imported into her account only."""
 from __future__ import annotations
 
 import json
-import os
 import time
 
 import pytest
@@ -15,9 +14,10 @@ from m3ui.accounts import AccountStore
 from m3ui.conversation import Conversation
 from m3ui.conversation.library import chat_record, new_chat
 from tests.app_process import running_app
-from tests.browser import CHROMIUM, CHROMIUM_ARGS
+from tests.browser import shared_browser
 from tests.test_browser_accounts import sign_in
 
+pytestmark = pytest.mark.browser
 BOB = ("bob", "bobs-password")
 CAROL = ("carol", "carols-password")
 
@@ -37,16 +37,15 @@ def app(tmp_path_factory):
 @pytest.fixture
 def devices():
     """A function giving a new page in a new browser context (a device of its own: own cookies and storage)."""
-    if not os.path.exists(CHROMIUM):
-        pytest.skip("Debian's chromium is not installed (scripts/test.sh installs it)")
-    from playwright.sync_api import sync_playwright
+    browser, contexts = shared_browser(), []
 
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield lambda: browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
-        finally:
-            browser.close()
+    def device():
+        contexts.append(browser.new_context(viewport={"width": 1280, "height": 900}))
+        return contexts[-1].new_page()
+
+    yield device
+    for context in contexts:
+        context.close()
 
 
 def send(page, text: str) -> None:

@@ -8,11 +8,9 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.app_process import running_app
-from tests.browser import chromium_page
-from tests.test_browser_chat import wait_engine_ready
+from tests.browser import UI_TIMEOUT_MS, chromium_page, wait_engine_ready
 
 pytestmark = pytest.mark.browser
-UI_TIMEOUT_MS = 60_000
 # The background the user sees: Gradio paints it on <gradio-app> once mounted; before that, the bare <body>.
 SEEN_LUMA = """() => {
   const app = document.querySelector('gradio-app');

@@ -7,30 +7,18 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.app_process import running_app
-from tests.browser import chromium_page
-from tests.test_browser_chat import wait_engine_ready
+from tests.browser import ready_page
 
 pytestmark = pytest.mark.browser
-UI_TIMEOUT_MS = 60_000
 WEATHER = "What's the weather in Paris?"
 CALL_BLOCKS = "#m3-tools-chatbot .thought-group"
 # The buttons and their labels: a handler that blanks its outputs empties these.
 BUTTONS = {"#m3-tools-send": "Send", "#m3-tools-regenerate": "↻ Regenerate", "#m3-tools-clear": "Clear"}
 
 
-@pytest.fixture(scope="module")
-def app(tmp_path_factory):
-    with running_app(tmp_path_factory.mktemp("tools")) as app:
-        yield app
-
-
 @pytest.fixture
 def page(app):
-    with chromium_page() as page:
-        page.set_default_timeout(UI_TIMEOUT_MS)
-        page.goto(app.url)
-        wait_engine_ready(page)
+    with ready_page(app.url) as page:
         page.get_by_role("tab", name="Tools").click()
         page.wait_for_selector("#m3-tools-message textarea")
         yield page

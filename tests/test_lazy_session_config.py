@@ -1,5 +1,5 @@
 """A Gradio session builds a component's configuration only when it needs it
-(m3ui.ui.gradio_costs.lazy_session_config), and what Gradio reads of the whole configuration (its deep-link route) is
+(m3ui.ui.gradio_contacts.lazy_session_config), and what Gradio reads of the whole configuration (its deep-link route) is
 the same as Gradio's own eager build."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import gradio as gr  # noqa: E402
 import gradio.state_holder as state_holder  # noqa: E402
 
-from m3ui.ui.gradio_costs.lazy_session_config import LazySessionState, lazy_session_config  # noqa: E402
+from m3ui.ui.gradio_contacts.lazy_session_config import LazySessionState, lazy_session_config  # noqa: E402
 
 
 def small_app() -> gr.Blocks:

@@ -1,4 +1,4 @@
-"""A listener whose progress is hidden tracks it on no component (m3ui.ui.gradio_costs.progress_targets): the page
+"""A listener whose progress is hidden tracks it on no component (m3ui.ui.gradio_contacts.progress_targets): the page
 then never re-snapshots its outputs at every other event's status change. Listeners that show progress keep
 their outputs as targets, and the served app has no hidden listener left with Gradio's default."""
 
@@ -12,7 +12,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import gradio as gr  # noqa: E402
 import httpx  # noqa: E402
 
-from m3ui.ui.gradio_costs.progress_targets import untrack_hidden_progress  # noqa: E402
+from m3ui.ui.gradio_contacts.progress_targets import untrack_hidden_progress  # noqa: E402
 from tests.app_process import running_app  # noqa: E402
 
 

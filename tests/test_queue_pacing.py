@@ -9,7 +9,7 @@ import time
 import gradio as gr
 from gradio import queueing
 
-from m3ui.ui.gradio_costs.queue_pacing import pace_queue
+from m3ui.ui.gradio_contacts.queue_pacing import pace_queue
 
 
 def _idle_looks(blocks: gr.Blocks, seconds: float, monkeypatch) -> int:

@@ -137,7 +137,7 @@ def test_streaming_listeners_have_no_concurrency_limit_of_one(tmp_path):
     services = AppServices.create(tmp_path, AccessPolicy.from_env("127.0.0.1", None))
     try:
         with gr.Blocks() as demo:
-            chat_ui = build_chat_tab(services)
+            chat_ui = build_chat_tab(services, demo)
             build_tools_tab(services)
     finally:
         services.close()

@@ -8,7 +8,7 @@ import asyncio
 
 from starlette.requests import HTTPConnection
 
-from m3ui.ui.gradio_sessions import GradioSessions
+from m3ui.ui.gradio_contacts.logins import GradioSessions
 from m3ui.web.mounts import GradioMount
 from m3ui.web.session_guard import SessionGuard
 from m3ui.web.session_stamps import CHECK_S, SessionStamps

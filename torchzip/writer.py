@@ -237,7 +237,7 @@ def save_tensors(path: str | os.PathLike[str], obj: Mapping[str, TorchSaveValue]
     pickler = _PickleWriter(device)
     data_pkl = pickler.dump_dict(obj)
     archive = path.name.rsplit(".", 1)[0]  # torch names the folder after the file, less its extension
-    records = [
+    records: list[tuple[str, bytes | memoryview]] = [
         ("data.pkl", data_pkl),
         (".format_version", b"1"),
         (".storage_alignment", str(RECORD_ALIGNMENT).encode()),

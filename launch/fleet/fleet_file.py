@@ -112,7 +112,7 @@ def _object(value: Any, where: str, keys: set[str] | None) -> dict[str, Any]:
         raise FleetFileError(f"{where}: expected an object")
     unknown = set(value) - keys if keys is not None else set()
     if unknown:
-        raise FleetFileError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(keys))}")
+        raise FleetFileError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(keys))}")  # type: ignore[arg-type]  # unknown keys imply keys is not None
     return value
 
 

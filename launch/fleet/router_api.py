@@ -26,7 +26,7 @@ class RouterWorker:
 def _call(method: str, url: str, **kwargs: object) -> httpx.Response:
     try:
         with httpx.Client(timeout=TIMEOUT_S, trust_env=False) as client:
-            return client.request(method, url, **kwargs)  # type: ignore[arg-type]
+            return client.request(method, url, **kwargs)  # type: ignore[arg-type]  # the callers pass httpx's own keywords
     except httpx.HTTPError as exc:
         raise RouterApiError(f"{method} {url}: {type(exc).__name__}: {exc}") from None
 

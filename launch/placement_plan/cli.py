@@ -102,7 +102,7 @@ def _pair(label: str, before: float | None, after: float | None, pattern: str) -
 
 def _ab_text(result: AbResult) -> str:
     plan = result.plan
-    was, now = plan.predicted[result.before_strategy], plan.predicted["frequency"]
+    was, now = plan.predicted[result.before_strategy], plan.predicted["frequency"]  # type: ignore[index]  # a Strategy: the settings validate it
     rows = [("", f"before ({result.before_strategy})", "after (frequency)"),
             _pair("GPU hit rate, predicted", was.hit_rate, now.hit_rate, "{:.2%}"),
             _pair("GPU hit rate, measured", result.before.hit_rate, result.after.hit_rate, "{:.2%}"),

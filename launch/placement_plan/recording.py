@@ -45,7 +45,7 @@ class Recording:
 
 
 def _written(rows: np.ndarray) -> np.ndarray:
-    return rows.reshape(rows.shape[0], -1).any(axis=1)
+    return rows.reshape(rows.shape[0], -1).any(axis=1)  # type: ignore[return-value]  # any(axis=1) of a 2-D array is an array
 
 
 def _check_shape(path: Path, array: np.ndarray, shape: ModelShape) -> None:
@@ -65,7 +65,7 @@ def read_recording(paths: list[Path], shape: ModelShape) -> Recording:
         except (OSError, TorchFileError) as error:
             raise RecordingError(f"cannot read {path}: {error}") from None
         if isinstance(content.get("gpu_expert_masks"), np.ndarray):
-            masks = content["gpu_expert_masks"]
+            masks: np.ndarray = content["gpu_expert_masks"]  # type: ignore[assignment]  # an ndarray: checked above
             _check_shape(path, masks, shape)
             mask = masks[_written(masks)].any(axis=0) if masks.any() else None
             continue

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from launch.config_file import merge_config_file
 from launch.settings import LaunchSettings, SettingField, setting_fields
@@ -38,7 +39,7 @@ def _add_setting(parser: argparse.ArgumentParser, fld: SettingField) -> None:
     if spec.kind == "bool":
         parser.add_argument(spec.flag, dest=fld.name, action="store_true", help=spec.help)
         return
-    kwargs: dict[str, object] = {"dest": fld.name, "default": fld.default, "help": spec.help,
+    kwargs: dict[str, Any] = {"dest": fld.name, "default": fld.default, "help": spec.help,
                                  "type": _TYPES.get(spec.kind, str)}
     if spec.kind == "int_list":
         kwargs["nargs"] = "+"

@@ -45,7 +45,7 @@ def parse_setup(engine: Engine, request: ChatRequest) -> ParseSetup:
         reasoning=settings.reasoning_parser == M3_PARSER and request.separate_reasoning,
         forced_reasoning=request.thinking_mode == "enabled",
         tool_mode=mode,
-        tools={t.function.name: t.function.schema for t in request.tools or []},
+        tools={t.function.name: t.function.parameters_schema for t in request.tools or []},
         stream_reasoning=request.stream_reasoning,
     )
 
@@ -66,7 +66,7 @@ async def _collect(steps: AsyncIterator[Step], raw: Request) -> tuple[str, Finis
         text.append(step.text)
         finish, completion_tokens = step.finish or finish, step.completion_tokens
         if completion_tokens % DISCONNECT_CHECK_EVERY == 0 and await raw.is_disconnected():
-            await steps.aclose()  # type: ignore[attr-defined]
+            await steps.aclose()  # type: ignore[attr-defined]  # an async generator, typed as the iterator it is used as
             raise _ClientGone
     return "".join(text), finish, completion_tokens
 

@@ -55,7 +55,7 @@ class _PassBuffer:
         if size == 0:
             raise ValueError("a recorder buffer size of 0 crashes sglang at the first recorded pass; use -1 or >= 1")
         self._circular = size > 0
-        self._rows = np.zeros((size if self._circular else _INFINITE_START_ROWS, *item_shape), dtype=dtype)
+        self._rows: np.ndarray = np.zeros((size if self._circular else _INFINITE_START_ROWS, *item_shape), dtype=dtype)
         self._index = 0  # next row to write; for the infinite buffer also the number of rows written
 
     def append(self, row: np.ndarray) -> None:

@@ -29,7 +29,7 @@ class FunctionIn(_Lenient):
     parameters: Any = None  # any JSON; serving_chat checks it is a JSON Schema
 
     @property
-    def schema(self) -> dict[str, Any] | None:
+    def parameters_schema(self) -> dict[str, Any] | None:
         return self.parameters if isinstance(self.parameters, dict) else None
 
 
@@ -284,7 +284,7 @@ def to_conversation(request: ChatRequest) -> Conversation:
         turns.append(Turn(message.role, message.text, calls, ids, message.tool_call_id))
     if turns and turns[-1].role == "assistant" and not request.continue_final_message:
         turns[-1] = Turn("user", turns[-1].text)  # serving_chat rewrites a trailing assistant turn as the user's
-    tools = tuple(ToolSpec(t.function.name, t.function.description or "", t.function.schema)
+    tools = tuple(ToolSpec(t.function.name, t.function.description or "", t.function.parameters_schema)
                   for t in request.tools or [] if request.named_tool in (None, t.function.name))
     return Conversation(tuple(turns), tools, request.choice_mode, request.named_tool)
 

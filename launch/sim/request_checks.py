@@ -69,7 +69,7 @@ def conversion_problem(request: ChatRequest) -> str | None:
         return None
     merged: dict[str, Any] = {}
     for tool in request.tools:
-        for name, schema in ((tool.function.schema or {}).get("$defs") or {}).items():
+        for name, schema in ((tool.function.parameters_schema or {}).get("$defs") or {}).items():
             if name in merged and merged[name] != schema:
                 return f"Tool definition '{name}' has multiple schemas, which is not supported."
             merged[name] = schema

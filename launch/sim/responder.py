@@ -119,7 +119,7 @@ async def _interleaved(steps: Sequence[AsyncIterator[Step]]) -> AsyncIterator[tu
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
         for it in steps:
-            await it.aclose()  # type: ignore[attr-defined]
+            await it.aclose()  # type: ignore[attr-defined]  # an async generator, typed as the iterator it is used as
 
 
 async def sse_events(headers: Sequence[ChunkHeader], steps: Sequence[AsyncIterator[Step]], setup: ParseSetup,
@@ -188,6 +188,7 @@ def choice_body(index: int, text: str, finish: Finish, setup: ParseSetup,
     if setup.reasoning:
         split = ReasoningSplitter(setup.forced_reasoning).whole(text)
         reasoning, text = split.reasoning or None, split.normal
+    reason: str  # the finish's kind, or "tool_calls"
     reason, matched = finish.kind, finish.matched
     tool_calls = None
     if setup.tool_mode == "json":

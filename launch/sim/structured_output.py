@@ -105,7 +105,8 @@ class _Filler:
         return node
 
     def _object(self, schema: Mapping[str, Any]) -> dict[str, Any]:
-        properties = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+        given = schema.get("properties")
+        properties: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
         required = [n for n in schema.get("required") or [] if isinstance(n, str)]
         extra = schema.get("additionalProperties", True)
         names = list(properties) + [n for n in required if n not in properties]
@@ -118,7 +119,8 @@ class _Filler:
         return out
 
     def _array(self, schema: Mapping[str, Any], name: str) -> list[Any]:
-        prefix = schema.get("prefixItems") if isinstance(schema.get("prefixItems"), list) else []
+        given = schema.get("prefixItems")
+        prefix: list[Any] = given if isinstance(given, list) else []
         items = schema.get("items", True)
         count = max(int(schema.get("minItems", 1)), len(prefix))
         if "maxItems" in schema:

@@ -157,7 +157,7 @@ def _value(name: str, schema: Any, ctx: Context, required: bool, path: tuple[str
         return fill_arguments(schema, ctx, (*path, name)) if required or topic else None
     if name.lower() in ctx.subject_props and ctx.subject:
         return ctx.subject
-    stated = _stated_string(topic, ctx)
+    stated = _stated_string(topic, ctx)  # type: ignore[assignment]  # the name reused for the stated text
     if stated is not None:
         return stated
     return _typical_string(schema, topic, ctx) if required else None
@@ -177,7 +177,7 @@ def _place_props(name: str, items: Mapping[str, Any], path: tuple[str, ...]) -> 
 def _array(name: str, schema: Mapping[str, Any], ctx: Context, required: bool, path: tuple[str, ...]
            ) -> JsonValue | None:
     subject_prop = name.lower() in ctx.subject_props
-    items = schema.get("items") if isinstance(schema.get("items"), Mapping) else {"type": "string"}
+    items: Mapping[str, Any] = schema.get("items") if isinstance(schema.get("items"), Mapping) else {"type": "string"}  # type: ignore[assignment]  # a Mapping: checked on this line
     places, place_props = said.places(ctx.text), _place_props(name, items, path)
     if places and (subject_prop or place_props):  # one item per place the prompt names
         return [_value("item", items, Context(ctx.text, place, ("item", *place_props), today=ctx.today), True,

@@ -69,7 +69,7 @@ class ToolSpec:
         words = set(_name_words(self.name))
         by_name = next((kind for kind, keys in _NAME_WORDS if words & set(keys)), None)
         description = self.description.lower()
-        return by_name or next((kind for kind, phrases in _DESCRIPTION_PHRASES
+        return by_name or next((kind for kind, phrases in _DESCRIPTION_PHRASES  # type: ignore[return-value]  # next() falls back to "other"
                                 if any(p in description for p in phrases)), "other")
 
 

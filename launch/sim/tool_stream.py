@@ -61,6 +61,7 @@ class ToolCallStreamer:
     def feed(self, new_text: str) -> tuple[str, list[CallDelta]]:
         """Normal text and call deltas for one increment."""
         self._buffer = _TAG_SPACING.sub(NAMESPACE, self._buffer + new_text)
+        calls: list[CallDelta]
         normal, calls = "", []
         while True:
             if not self._in_block:

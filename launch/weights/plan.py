@@ -126,7 +126,7 @@ def plan_download(request: DownloadRequest, *,
     remaining = sum(p.remaining_bytes for p in files)
     where = nearest_existing(request.dest_dir)
     try:
-        free: int | None = free_space(request.dest_dir)
+        free = free_space(request.dest_dir)
     except OSError as err:
         return DownloadPlan(request, listing, files, None, f"cannot tell the free space at {where}: {err}")
     return DownloadPlan(request, listing, files, free, _refusal(request, where, remaining, free))

@@ -12,6 +12,7 @@ is saved when it ends, even if the account was disabled while it streamed (`answ
 
 from __future__ import annotations
 
+import builtins
 import json
 import secrets
 import sqlite3
@@ -121,6 +122,7 @@ class ServerChats:
 
     def delete(self, user: str, chat_id: str, revision: int | None = None) -> bool:
         """Delete the chat (only while it is still at `revision`, when given: a newer save is kept)."""
+        args: tuple[object, ...]
         sql, args = "DELETE FROM chats WHERE user_id = ? AND id = ?", (self._user_id(user), chat_id)
         if revision is not None:
             sql, args = sql + " AND revision = ?", (*args, revision)
@@ -132,7 +134,7 @@ class ServerChats:
         with self.db.transaction() as conn:
             return conn.execute("DELETE FROM chats WHERE user_id = ?", (self._user_id(user),)).rowcount
 
-    def export(self, user: str) -> list[dict[str, object]]:
+    def export(self, user: str) -> builtins.list[dict[str, object]]:  # list: the method above
         """Every chat of the user, as the browser stores them (json.dumps-able)."""
         rows = self.db.query("SELECT record FROM chats WHERE user_id = ? ORDER BY updated_at", (self._user_id(user),))
         return [json.loads(row["record"]) for row in rows]

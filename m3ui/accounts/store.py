@@ -58,7 +58,7 @@ def check_name(name: str) -> str:
 def check_role(role: str) -> Role:
     if role not in ROLES:
         raise AccountError(f"role {role!r}: use one of {', '.join(ROLES)}")
-    return role  # type: ignore[return-value]
+    return role
 
 
 def check_password(password: str) -> str:

@@ -141,7 +141,7 @@ class FleetDesk:
                 return "(no router log yet)"
             kept = [line for line in lines if not ROUTER_POLL.search(line)][-LOG_LINES:]
             return "\n".join(kept) or "(the router's latest lines are all status polls)"
-        lines = self.fleet.worker_log(choice, LOG_LINES)
+        lines = self.fleet.worker_log(choice, LOG_LINES)  # type: ignore[assignment]  # the worker's lines: a tuple, or None
         if lines is None:
             return f"{choice} was not launched here: its log is on the machine that runs it."
         return "\n".join(lines) or "(no engine log yet)"

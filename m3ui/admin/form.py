@@ -39,7 +39,7 @@ def _widget(spec: FlagSpec) -> Widget:
         return "checkbox"
     if spec.choices:
         return "dropdown"
-    return {"int": "integer", "float": "number", "int_list": "list", "secret": "secret"}.get(spec.kind, "text")
+    return {"int": "integer", "float": "number", "int_list": "list", "secret": "secret"}.get(spec.kind, "text")  # type: ignore[return-value]  # every value is a Widget
 
 
 def _range_text(spec: FlagSpec) -> str:
@@ -129,4 +129,4 @@ def read_engine(kind: str | None, python: str | None) -> Engine:
     """The engine choice of the form; an empty Python means `python` on PATH."""
     if kind not in ("sim", "sglang"):
         raise ValueError(f"engine kind {kind!r}: use 'sim' or 'sglang'")
-    return Engine(kind, (python or "").strip() or Engine().python)
+    return Engine(kind, (python or "").strip() or Engine().python)  # type: ignore[arg-type]  # one of the two kinds: checked above

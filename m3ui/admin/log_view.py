@@ -35,7 +35,7 @@ def export_log(log_path: Path, run_name: str, into: Path | None = None, secrets:
     exact = {"encoding": "utf-8", "errors": "surrogateescape", "newline": ""}  # every other byte as it was
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE_MODE)
     os.fchmod(fd, PRIVATE_FILE_MODE)
-    with open(log_path, **exact) as src, open(fd, "w", **exact) as out:  # type: ignore[call-overload]
+    with open(log_path, **exact) as src, open(fd, "w", **exact) as out:  # type: ignore[call-overload]  # open()'s text-mode keywords, all str
         for line in src:
             out.write(mask_secrets(line, secrets))
     return target

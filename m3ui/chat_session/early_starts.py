@@ -34,6 +34,7 @@ class EarlyStarts:
 
     def put(self, page: str, user: str | None, question: str, early: EarlyRequest) -> None:
         with self._lock:
+            cancelled: list[EarlyRequest | None]
             if self._late.pop(page, None) == question:
                 cancelled = [early]  # its answer is already on its way
             else:

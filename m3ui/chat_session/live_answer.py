@@ -108,11 +108,11 @@ class LiveAnswer:
         elif isinstance(event, ApprovalRequested):
             call_id, update = event.call.id, {"status": "awaiting_approval"}
         else:  # started, or approved (a denied call's "denied by user" error result follows at once)
-            call_id, update = event.call.id, {"status": "running"}
+            call_id, update = event.call.id, {"status": "running"}  # type: ignore[union-attr]  # a call started or approved: both carry .call
         # A buggy engine may repeat an id: update the first call with it that is not settled yet.
         for position, call in enumerate(calls):
             if call.id == call_id and call.status not in ("done", "error"):
-                calls[position] = replace(call, **update)  # type: ignore[arg-type]
+                calls[position] = replace(call, **update)  # type: ignore[arg-type]  # fields of CallView
                 break
         self.awaiting_approval = next((c for c in calls if c.status == "awaiting_approval"), None)
 

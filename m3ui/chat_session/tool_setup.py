@@ -57,7 +57,7 @@ def tool_choice_options(selected: Sequence[str]) -> list[tuple[str, str]]:
 
 def tool_choice_from(value: str, selected: Sequence[str]) -> ToolChoice:
     if value in ("auto", "none"):
-        return value  # type: ignore[return-value]
+        return value  # type: ignore[return-value]  # "auto" or "none": checked above
     if value == "required":
         if not selected:
             raise ToolSetupError("tool_choice 'required' needs at least one selected tool")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import openai
 
@@ -24,7 +25,8 @@ class ChatClient:
     def __init__(self, endpoint: EndpointConfig, clock: Clock = time.monotonic) -> None:
         self.endpoint = endpoint
         self._clock = clock
-        timeout = self._timeout(GenerationSettings())  # every request sets its own: the user's stall limit
+        # every request sets its own: the user's stall limit (Any: a Timeout of the SDK's library, chosen at import)
+        timeout: Any = self._timeout(GenerationSettings())
         self._sdk = openai.OpenAI(
             base_url=endpoint.base_url,
             api_key=endpoint.api_key,
@@ -82,7 +84,7 @@ class ChatClient:
         def open_stream() -> HttpResponse:
             # The raw streamed response (closed by ChatStream, as leaving the context manager would): its chunks
             # are parsed with orjson, not turned into pydantic models one by one.
-            manager = self._completions.create(**kwargs)  # type: ignore[call-overload]
+            manager = self._completions.create(**kwargs)  # type: ignore[call-overload]  # chat_request_kwargs builds them
             return manager.__enter__().http_response
 
         return open_stream

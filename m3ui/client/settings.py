@@ -19,7 +19,7 @@ class SettingsError(ValueError):
 def validate_thinking_mode(value: str) -> ThinkingMode:
     if value not in THINKING_MODES:
         raise SettingsError(f"thinking mode must be one of {', '.join(THINKING_MODES)}; got {value!r}")
-    return value  # type: ignore[return-value]
+    return value
 
 
 @dataclass(frozen=True)

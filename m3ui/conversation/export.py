@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import asdict, fields
+from typing import Any
 
 from m3ui.client.events import StreamStats, ToolCall
 from m3ui.client.safe_text import safe_text
@@ -82,17 +83,17 @@ def from_json(text: str) -> Conversation:
         raise ConversationFormatError(f"cannot load conversation: {type(exc).__name__}: {exc}") from exc
 
 
-def _turn_from_record(record: dict[str, object]) -> Turn:
+def _turn_from_record(record: dict[str, Any]) -> Turn:  # parsed JSON
     role = record["role"]
     if role == "user":
         return UserTurn(str(record["content"]))
     if role == "tool":
         names = {field.name for field in fields(ToolResult)}
-        return ToolTurn(ToolResult(**{key: value for key, value in record.items() if key in names}))  # type: ignore[arg-type]
+        return ToolTurn(ToolResult(**{key: value for key, value in record.items() if key in names}))
     if role != "assistant":
         raise ConversationFormatError(f"unknown role {role!r}")
     calls = tuple(ToolCall.from_json_text(c["index"], c["id"], c["name"], c["arguments"])
-                  for c in record.get("tool_calls") or ())  # type: ignore[union-attr]
-    stats = StreamStats(**record["stats"]) if record.get("stats") else None  # type: ignore[arg-type]
+                  for c in record.get("tool_calls") or ())
+    stats = StreamStats(**record["stats"]) if record.get("stats") else None
     return AssistantTurn(str(record.get("content", "")), str(record.get("reasoning", "")), calls, stats,
-                         record.get("finish_reason"))  # type: ignore[arg-type]
+                         record.get("finish_reason"))

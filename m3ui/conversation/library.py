@@ -236,7 +236,7 @@ class ChatLibrary:
             if base is None and not chat.conversation.turns:
                 continue
             record = chat_record(chat)
-            stored[chat.id] = record["hash"]  # type: ignore[assignment]
+            stored[chat.id] = record["hash"]  # type: ignore[assignment]  # chat_record's hash is a str
             if record["hash"] != base:
                 writes.append({**record, "base": base})
         writes.extend({"id": chat_id, "deleted": True, "base": base}
@@ -260,7 +260,7 @@ class ChatLibrary:
             return cls.fresh()
         chats.sort(key=lambda c: c.updated_at, reverse=True)
         active = active_id if any(c.id == active_id for c in chats) else chats[0].id
-        return cls(tuple(chats), active, stored)
+        return cls(tuple(chats), active, stored)  # type: ignore[arg-type]  # an id of one of the chats: any() matched it
 
     def synced(self, records: object, moved: Mapping[str, str] | None = None) -> ChatLibrary:
         """This page's library after the browser's records changed (another page wrote, or a record of this

@@ -35,7 +35,7 @@ def _written_rows(counts: np.ndarray, totals: np.ndarray) -> np.ndarray:
     active_layers = np.flatnonzero(totals.sum(axis=1))
     if active_layers.size == 0:
         return np.zeros(counts.shape[0], dtype=bool)
-    return counts[:, active_layers[0], :].any(axis=1)
+    return counts[:, active_layers[0], :].any(axis=1)  # type: ignore[return-value]  # any(axis=1) of a 2-D array is an array
 
 
 def _same_rows(rows: np.ndarray) -> bool:
@@ -58,7 +58,7 @@ def _hits_from_masks(
         return (totals * rows[0]).sum(axis=1), rows[0].copy()
     # int32 again: a layer sees at most tokens x top-k activations per pass (~1e5) over ~1e3 passes
     hits = np.einsum("rle,rle->l", counts if everything else counts[written], rows.view(np.uint8))
-    return hits.astype(np.int64), rows.any(axis=0)
+    return hits.astype(np.int64), rows.any(axis=0)  # type: ignore[return-value]  # any(axis=0) of a 3-D array is an array
 
 
 def reduce_dump(
@@ -104,6 +104,6 @@ def read_dump(pair: DumpPair, fallback_residency: np.ndarray | None = None) -> D
         if not isinstance(masks, np.ndarray) or masks.dtype != np.bool_:
             raise TorchFileError(f"{pair.mask.path}: no bool gpu_expert_masks tensor")
     try:
-        return reduce_dump(counts, masks, fallback_residency)
+        return reduce_dump(counts, masks, fallback_residency)  # type: ignore[arg-type]  # an ndarray or None: checked above
     except ValueError as error:
         raise TorchFileError(f"{pair.stat.path}: {error}") from None

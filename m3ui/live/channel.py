@@ -63,7 +63,7 @@ async def _events(feed: LiveFeed[LiveFrame], ready: asyncio.Event) -> AsyncItera
         if frame is END:
             yield ENDED
             return
-        diff = frame_diff(sent, frame)
-        sent = frame
+        diff = frame_diff(sent, frame)  # type: ignore[arg-type]  # a LiveFrame: END returned above
+        sent = frame  # type: ignore[assignment]  # a LiveFrame: END returned above
         if diff is not None:
             yield b"data: " + json.dumps(diff, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"

@@ -52,7 +52,7 @@ class LiveFeed(Generic[Frame]):
         self._frame: Frame | None = None  # the newest frame not yet taken
         self._claimed = False  # an answer streams into this feed
         self._over = False  # the answer that claimed it gave it back
-        self._wake: Callable[[], None] | None = None  # set while the page's channel reads
+        self._wake: Callable[[], object] | None = None  # set while the page's channel reads
 
     @property
     def reading(self) -> bool:
@@ -216,7 +216,7 @@ class LiveFeeds(Generic[Frame]):
                 return None
             if feed.claim():
                 return feed
-            self._forget_idle(ticket)
+            self._forget_idle(str(ticket))  # a str: _feed took it
             return None
 
     def release(self, ticket: str, feed: LiveFeed[Frame]) -> None:

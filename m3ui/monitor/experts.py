@@ -347,8 +347,8 @@ class ExpertSource:
             time=time.time(), status=status, reason=reason, window_s=self._window_s,
             activations=self._window.activations, hit_rate=self._window.hit_rate(),
             layer_hit_rates=self._window.layer_hit_rates(), residency_source=self._residency_source,
-            hottest_cpu=hottest_cpu_experts(counts, residency, self._top_n) if ranked else (),
-            coldest_gpu=coldest_gpu_experts(counts, residency, self._top_n) if ranked else (),
+            hottest_cpu=hottest_cpu_experts(counts, residency, self._top_n) if ranked else (),  # type: ignore[arg-type]  # ranked: neither is None
+            coldest_gpu=coldest_gpu_experts(counts, residency, self._top_n) if ranked else (),  # type: ignore[arg-type]  # ranked: neither is None
             last_dump=self._boundary or None, warnings=warnings, counts=counts, residency=residency,
             segments=self._window.segments(),
         )

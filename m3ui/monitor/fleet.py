@@ -274,7 +274,7 @@ class FleetMonitor:
                 self._next_router_poll = time.monotonic() + NOT_A_ROUTER_RECHECK_S
                 return None, ()
             self._next_router_poll = time.monotonic() + ROUTER_POLL_S  # the router is down: keep its last list
-        return self._router
+        return self._router  # type: ignore[return-value]  # set in the try, or kept from before (known)
 
     def _tick(self) -> None:
         router, watched = self._watched()

@@ -153,7 +153,7 @@ class GpuSource:
         per_gpu: dict[int, int] = {}
         listed: set[int] = set()
         for index, handle, _ in self._handles:
-            processes = _optional(lambda h=handle: pynvml.nvmlDeviceGetComputeRunningProcesses(h)) or []
+            processes = _optional(lambda h=handle: pynvml.nvmlDeviceGetComputeRunningProcesses(h)) or []  # type: ignore[misc]  # a default argument binds the loop's handle
             listed.update(p.pid for p in processes)
             per_gpu[index] = sum(int(p.usedGpuMemory or 0) for p in processes if p.pid in engine_pids)
         if listed and not listed & engine_pids and not any(psutil.pid_exists(pid) for pid in listed):

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from launch.command import Engine
 from launch.placement_plan.predict import Point
@@ -118,18 +118,18 @@ class PlacementTrial:
             self._card = TrialCard(
                 "before", f"Replaying {len(self._prompts)} prompts on the current placement…",
                 settings.kt_expert_placement_strategy, plan.gpu_experts,
-                plan.predicted[settings.kt_expert_placement_strategy], plan.predicted["frequency"])
+                plan.predicted[settings.kt_expert_placement_strategy], plan.predicted["frequency"])  # type: ignore[index]  # a Strategy: the settings validate it
         threading.Thread(target=self._run, args=(settings, engine, counts), name="placement-trial", daemon=True).start()
         return "Placement trial started: replay, relaunch with frequency placement, replay again."
 
-    def _set(self, **changes: object) -> None:
+    def _set(self, **changes: Any) -> None:
         with self._lock:
             self._card = replace(self._card, **changes)
 
     def _run(self, settings: LaunchSettings, engine: Engine, counts: object) -> None:
         try:
             self._set(before=self._replay())
-            profile = save_profile(default_profile_path(self._folder), counts)  # type: ignore[arg-type]
+            profile = save_profile(default_profile_path(self._folder), counts)  # type: ignore[arg-type]  # start() passes the window's counts
             changed = settings.replace(kt_expert_placement_strategy="frequency", init_expert_location=str(profile),
                                        kt_num_gpu_experts=self._card.gpu_experts, kt_gpu_experts_ratio=None)
             self._set(state="relaunching", detail="Relaunching with frequency placement…", profile=profile)

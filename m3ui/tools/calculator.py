@@ -55,7 +55,7 @@ def evaluate(expression: str) -> Number:
 
 def _evaluate(node: ast.expr) -> Number:
     if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        return node.value
+        return node.value  # type: ignore[return-value]  # type() is int or float, checked above
     if isinstance(node, ast.Name):
         if node.id not in _CONSTANTS:
             raise CalculatorError(f"unknown name {node.id!r}; constants: {', '.join(_CONSTANTS)}")

@@ -27,7 +27,7 @@ def template_tool(name: str, description: str, parameters: Mapping[str, object],
     template = Template(result_template)
     if not template.is_valid():
         raise CustomToolError("result template has a bad placeholder; use $name or ${name}, and $$ for a dollar")
-    properties = dict(parameters.get("properties", {}))  # type: ignore[call-overload]
+    properties = dict(parameters.get("properties", {}))  # type: ignore[call-overload]  # an object: checked above
     unknown = [key for key in template.get_identifiers() if key not in properties]
     if unknown:
         raise CustomToolError(f"result template uses {unknown}, which are not parameters ({', '.join(properties)})")

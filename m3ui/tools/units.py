@@ -70,7 +70,7 @@ def convert_units(value: float, from_unit: str, to_unit: str) -> str:
             raise ValueError(f"{value} {from_unit} is below absolute zero")
         result = _from_kelvin(kelvin, target)
     else:
-        factors = _FACTORS[source_kind]
+        factors = _FACTORS[source_kind]  # type: ignore[index]  # a known kind: an unknown unit raised above
         result = value * factors[source] / factors[target]
     return f"{value:g} {from_unit} = {result:.6g} {to_unit}"
 

@@ -4,6 +4,7 @@ subset of JSON Schema the tools here use)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from jsonschema import Draft202012Validator, SchemaError
 
@@ -57,7 +58,7 @@ def schema_errors(schema: Mapping[str, object], value: object, path: str = "argu
         errors += _object_errors(schema, value, path)
     if isinstance(value, list) and isinstance(schema.get("items"), Mapping):
         for index, item in enumerate(value):
-            errors += schema_errors(schema["items"], item, f"{path}[{index}]")  # type: ignore[arg-type]
+            errors += schema_errors(schema["items"], item, f"{path}[{index}]")  # type: ignore[arg-type]  # a Mapping: checked above
     return errors
 
 
@@ -72,7 +73,7 @@ def _range_errors(schema: Mapping[str, object], value: object, path: str) -> lis
     return []
 
 
-def _object_errors(schema: Mapping[str, object], value: dict[str, object], path: str) -> list[str]:
+def _object_errors(schema: Mapping[str, Any], value: dict[str, object], path: str) -> list[str]:
     properties = schema.get("properties")
     properties = properties if isinstance(properties, Mapping) else {}
     required = schema.get("required")

@@ -24,11 +24,11 @@ from m3ui.services import AppServices
 from m3ui.ui.account_view import build_account_tab
 from m3ui.ui.admin.view import build_admin_app
 from m3ui.ui.chat.view import build_chat_tab
-from m3ui.ui.gradio_costs.absent_modules import mark_absent
-from m3ui.ui.gradio_costs.lazy_session_config import lazy_session_config
-from m3ui.ui.gradio_costs.progress_targets import untrack_hidden_progress
-from m3ui.ui.gradio_costs.queue_pacing import pace_queue
-from m3ui.ui.gradio_sessions import GradioSessions
+from m3ui.ui.gradio_contacts.absent_modules import mark_absent
+from m3ui.ui.gradio_contacts.lazy_session_config import lazy_session_config
+from m3ui.ui.gradio_contacts.logins import GradioSessions
+from m3ui.ui.gradio_contacts.progress_targets import untrack_hidden_progress
+from m3ui.ui.gradio_contacts.queue_pacing import pace_queue
 from m3ui.ui.header_view import build_header
 from m3ui.ui.monitor.view import build_monitor_tab
 from m3ui.ui.tools_view import build_tools_tab
@@ -57,11 +57,11 @@ def build_main_app(services: AppServices) -> gr.Blocks:
         build_header(services)
         with gr.Tabs():
             with gr.Tab("Chat", id="chat"):
-                build_chat_tab(services)
+                build_chat_tab(services, demo)
             with gr.Tab("Tools", id="tools"):
                 build_tools_tab(services)
-            with gr.Tab("Monitor", id="monitor"):
-                build_monitor_tab(services)
+            with gr.Tab("Monitor", id="monitor") as monitor_tab:
+                build_monitor_tab(services, monitor_tab)
             if services.policy.chat_login:
                 with gr.Tab("Account", id="account") as account_tab:
                     build_account_tab(services, account_tab)
@@ -74,8 +74,8 @@ def build_main_app(services: AppServices) -> gr.Blocks:
 
 def build_asgi_app(services: AppServices) -> fastapi.FastAPI:
     """Both apps, behind the HTTP guards of m3ui.web (Host, Origin, admin token, logins, API calls)."""
-    # Gradio's own costs (m3ui.ui.gradio_costs): its per-event `import matplotlib` then fails at once, and a new
-    # session no longer builds every component's configuration
+    # Gradio's own costs (m3ui.ui.gradio_contacts, docs/GRADIO.md): its per-event `import matplotlib` then fails
+    # at once, and a new session no longer builds every component's configuration
     mark_absent()
     lazy_session_config()
     app = fastapi.FastAPI(title=TITLE, docs_url=None, redoc_url=None, openapi_url=None)
@@ -97,23 +97,23 @@ def build_asgi_app(services: AppServices) -> fastapi.FastAPI:
         gr.mount_gradio_app(app, admin, path=ADMIN_PATH, css=css, head=head, allowed_paths=admin_files, **mounted,
                             auth=off_the_loop(policy.check_admin_login) if policy.admin_login else None,
                             auth_message="m3ui admin: log in as 'admin' or with an admin account")
-        mounts.append(gradio_mount(app, ADMIN_PATH, "admin", admin))
+        mounts.append(gradio_mount(app, ADMIN_PATH, "admin", admin, policy.admin_login))
     main = build_main_app(services)
-    chat_auth = off_the_loop(policy.check_chat_login) if policy.chat_login else None
-    gr.mount_gradio_app(app, main, path="", css=css, head=head, auth=chat_auth, blocked_paths=admin_files, **mounted,
-                        auth_message="Sign in with your m3ui account. No account? Create one at /signup when the "
-                        "admin allows sign-up, or ask the admin.")
-    mounts.append(gradio_mount(app, "", "chat", main))
-    chat = mounts[-1]
+    chat = gradio_mount(app, "", "chat", main, policy.chat_login)  # its logins read once mounted, below
     services.live_holder = live_holder(chat)
 
     def holder(scope: Scope) -> LiveHolder:
         return services.live_holder(client_address(scope), chat.user(scope), HTTPConnection(scope).cookies)
 
-    # before the main app's mount, which takes every path
-    app.router.routes.insert(0, LiveChannel(services.live_feeds, chat.logged_in, holder).route())
-    app.router.routes.insert(0, EarlyAsk(lambda *asked: services.send_early(*asked), chat.logged_in, chat.user,
-                                         services.live_feeds, holder).route())
+    # The page's own routes, added before the main app's mount, which takes every path.
+    app.router.routes.append(LiveChannel(services.live_feeds, chat.logged_in, holder).route())
+    app.router.routes.append(EarlyAsk(lambda *asked: services.send_early(*asked), chat.logged_in, chat.user,
+                                      services.live_feeds, holder).route())
+    chat_auth = off_the_loop(policy.check_chat_login) if policy.chat_login else None
+    gr.mount_gradio_app(app, main, path="", css=css, head=head, auth=chat_auth, blocked_paths=admin_files, **mounted,
+                        auth_message="Sign in with your m3ui account. No account? Create one at /signup when the "
+                        "admin allows sign-up, or ask the admin.")
+    mounts.append(chat)
     app.add_middleware(EarlyHead, snippet=page_head(EARLY_JS_DIR))
     stamps = SessionStamps(policy.session_stamp)
     services.end_sessions = lambda user, cookies: end_sessions(tuple(mounts), user, cookies, stamps.renew)
@@ -150,11 +150,11 @@ def off_the_loop(check: Callable[[str, str], bool]) -> Callable[[str, str], Awai
     return auth
 
 
-def gradio_mount(app: fastapi.FastAPI, path: str, name: str, blocks: gr.Blocks) -> GradioMount:
-    """What the guards need to know of the Gradio app mounted at `path`, its logins included."""
+def gradio_mount(app: fastapi.FastAPI, path: str, name: str, blocks: gr.Blocks, login: bool) -> GradioMount:
+    """What the guards need to know of the Gradio app mounted (or about to be) at `path`, its logins included."""
     sessions = GradioSessions(app, path)
     return GradioMount(path, name, blocks.fns, takes_uploads(blocks), sessions.logged_in,
-                       sessions if sessions.login_required else None)
+                       sessions if login else None)
 
 
 def takes_uploads(blocks: gr.Blocks) -> bool:

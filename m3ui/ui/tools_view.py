@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from typing import Any
 
 import gradio as gr
 
@@ -89,7 +90,7 @@ class ToolsTabUI:
     custom_status: gr.Markdown
 
     @property
-    def view(self) -> list[gr.components.Component]:
+    def view(self) -> list[gr.blocks.Block]:
         """See ToolsController.show."""
         return [self.chat, self.chatbot, self.message, self.send, self.stop, self.regenerate, self.clear,
                 self.approval, self.approval_text]
@@ -222,7 +223,7 @@ class ToolsController:
     @staticmethod
     def _message(busy: bool, value: object) -> dict[str, object]:
         """While an answer runs the box is visibly closed: Enter there would otherwise be dropped unseen."""
-        state = {"interactive": not busy, "placeholder": BUSY_HINT if busy else MESSAGE_HINT}
+        state: dict[str, Any] = {"interactive": not busy, "placeholder": BUSY_HINT if busy else MESSAGE_HINT}
         return gr.update(**state) if value is None else gr.update(value=value, **state)
 
     @staticmethod

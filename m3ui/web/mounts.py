@@ -12,7 +12,8 @@ API_PREFIX = "/gradio_api"
 
 
 class SessionTable(Protocol):
-    """A mounted Gradio app's logins: its token cookie and the in-memory table of tokens (m3ui/ui/gradio_sessions)."""
+    """A mounted Gradio app's logins: its token cookie and the in-memory table of tokens
+    (m3ui/ui/gradio_contacts/logins.py)."""
 
     def token(self, scope: Scope) -> str | None: ...
     def token_in(self, cookies: Mapping[str, str]) -> str | None: ...

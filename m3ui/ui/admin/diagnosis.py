@@ -21,7 +21,7 @@ class DiagnosisPanel:
     roll_back: gr.Button
 
     @property
-    def outputs(self) -> list[gr.components.Component]:
+    def outputs(self) -> list[gr.blocks.Block]:
         return [self.group, self.report, self.changes, self.apply]
 
     @staticmethod

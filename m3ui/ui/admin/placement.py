@@ -67,7 +67,7 @@ class PlacementEvents:
     def start(self) -> tuple[str, str]:
         message = self.trial.start(self.advice())
         level = "info" if message.startswith("Placement trial started") else "error"
-        return outcome_html(Outcome(level, message)), trial_card(self.trial.card())
+        return outcome_html(Outcome(level, message)), trial_card(self.trial.card())  # type: ignore[arg-type]  # "info" or "error"
 
     def wire(self) -> None:
         p = self.panel

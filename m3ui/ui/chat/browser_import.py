@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import gradio as gr
-from gradio.context import Context
 
 from m3ui.accounts import AccountError
 from m3ui.conversation.library import MAX_CHATS, chat_from_record
@@ -56,16 +55,14 @@ class BrowserImport:
 
 
 def build_import_offer(server: ServerLibrary, library: gr.State, browser: gr.JSON, view: list[gr.components.Component],
-                       sync: Callable[..., tuple[object, ...]]) -> None:
+                       sync: Callable[..., tuple[object, ...]], page: gr.Blocks) -> None:
     """The offer's row (where it is built: the top of the Chat tab) and its wiring; `sync` then shows the chats."""
     importer = BrowserImport(server)
     with gr.Row(visible=False, equal_height=True, elem_id="m3-chat-import") as row:
         label = gr.Markdown()
         accept = gr.Button("Import", size="sm", variant="primary", min_width=80, elem_id="m3-chat-import-yes")
         decline = gr.Button("No, thanks", size="sm", min_width=80, elem_id="m3-chat-import-no")
-    page = Context.root_block
-    if page is not None:
-        page.load(importer.offer, [browser], [row, label], js=READ_JS, api_visibility="private")
+    page.load(importer.offer, [browser], [row, label], js=READ_JS, api_visibility="private")
     accept.click(importer.run, [browser], row, js=READ_JS, api_visibility="private",
                  concurrency_id="chat-library", concurrency_limit=1
                  ).success(sync, [library, browser], view, api_visibility="private", show_progress="hidden")

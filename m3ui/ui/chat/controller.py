@@ -252,7 +252,7 @@ class ChatController:
             return False
         try:
             values = [form[name] for name in FORM]
-            settings = settings_from_form(*values[:4], stall_seconds=values[4])  # type: ignore[arg-type]
+            settings = settings_from_form(*values[:4], stall_seconds=values[4])  # type: ignore[arg-type]  # the form's values
         except (KeyError, gr.Error):
             return False
         keep_reasoning, system_prompt = values[5], values[6]

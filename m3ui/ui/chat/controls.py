@@ -4,6 +4,7 @@ the session key of a browser page, and the runner a tab starts answers with."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import gradio as gr
 
@@ -31,7 +32,7 @@ def _ordered_modes() -> tuple[str, ...]:
 # The answer listeners of both chat tabs: no concurrency limit, whatever the app's queue default (Gradio's is 1 per
 # listener); inputs handed over as the page sent them, checked by the handlers (settings_from_form): Gradio's
 # preprocess ran each input in a worker thread of its own, one after another, 10-30 ms before an answer could start.
-STREAMING_LISTENER = {"concurrency_limit": None, "show_progress": "hidden", "preprocess": False}
+STREAMING_LISTENER: dict[str, Any] = {"concurrency_limit": None, "show_progress": "hidden", "preprocess": False}
 
 
 def clean_text(text: object) -> str:

@@ -7,12 +7,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import gradio as gr
-from gradio.context import Context
 
 from m3ui.live.feed import LiveFeed, LiveFeeds, LiveRefused
 from m3ui.live.frame_diff import LiveFrame
 from m3ui.live.holder import LiveHolder
-from m3ui.ui.gradio_sessions import request_origin
+from m3ui.ui.gradio_contacts.logins import request_origin
 
 # (client address, signed-in user, cookies) -> who uses a live ticket (AppServices.live_holder)
 HolderOf = Callable[[str, str | None, Mapping[str, str]], LiveHolder]
@@ -28,12 +27,10 @@ class LiveSlots:
     apply: gr.Button
 
 
-def build_live_slots(chatbot: gr.Chatbot) -> LiveSlots:
+def build_live_slots(chatbot: gr.Chatbot, page: gr.Blocks) -> LiveSlots:
     slots = LiveSlots(gr.Textbox("", visible=False), gr.Button("live", visible="hidden", elem_id="m3-chat-live"))
     slots.apply.click(None, [chatbot], [chatbot], js=APPLY_JS, queue=False)
-    page = Context.root_block
-    if page is not None:
-        page.load(None, None, [slots.ticket], js=TICKET_JS, queue=False)
+    page.load(None, None, [slots.ticket], js=TICKET_JS, queue=False)
     return slots
 
 
@@ -50,7 +47,7 @@ class AnswerChannel:
         """The chat from message `start` on is `messages` (those before it stay as the page shows them)."""
         if self._feed is None or not self._feed.reading:
             return False
-        return self._feed.publish(LiveFrame(start, self._chatbot.postprocess(messages).model_dump()))
+        return self._feed.publish(LiveFrame(start, self._chatbot.postprocess(messages).model_dump()))  # type: ignore[arg-type]  # list is invariant; Gradio only reads it
 
     def close(self) -> None:
         if self._feed is not None:

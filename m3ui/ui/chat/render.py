@@ -13,6 +13,7 @@ import json
 from collections.abc import Sequence
 
 import gradio as gr
+from gradio.components.chatbot import MetadataDict
 
 from m3ui.chat_session import CallStatus, CallView, QuestionView, StepView, TranscriptItem
 from m3ui.client.safe_text import safe_text
@@ -82,7 +83,7 @@ def _thinking_title(step: StepView) -> str:
 
 def call_messages(call: CallView, block_id: str) -> list[gr.ChatMessage]:
     """A settled call has no status, so it stays open: in a tool demo its arguments and result are the point."""
-    metadata: dict[str, object] = {"title": f"Tool call: {call.name}", "id": block_id, "log": _CALL_LOG[call.status]}
+    metadata: MetadataDict = {"title": f"Tool call: {call.name}", "id": block_id, "log": _CALL_LOG[call.status]}
     if call.status not in ("done", "error"):
         metadata["status"] = "pending"
     if call.result is not None and call.result.duration_s > 0:  # refused calls never ran

@@ -1,7 +1,7 @@
 """The Chat tab's library kept on the server (m3ui.accounts.ServerChats) for a signed-in person, instead of the
 browser's storage.
 
-The person is always the request's login (Gradio's `request.username`, read from the event's context), never a
+The person is always the request's login (Gradio's `request.username`, m3ui.ui.gradio_contacts.event_context), never a
 value the page sends. The page's ChatLibrary works as in the browser: each change comes out of `outbox()` as a
 record with the hash of the version it was made from ("base"). A record is written over the stored chat only when
 that chat is still the version the page saw; otherwise (another tab or device saved meanwhile) ServerChats keeps
@@ -11,11 +11,11 @@ it as a branch chat, and the page is shown the library as the server holds it, b
 from __future__ import annotations
 
 import gradio as gr
-from gradio.context import LocalContext
 
 from m3ui.accounts import AccountError
 from m3ui.accounts.server_chats import ServerChats
 from m3ui.conversation.library import ChatLibrary, SavedChat
+from m3ui.ui.gradio_contacts.event_context import event_request
 
 SIGNED_OUT = "Your chats are kept on the server for signed-in accounts: sign in again."
 STALE = -1  # a base revision no stored chat has: the save is kept as a branch
@@ -28,8 +28,7 @@ class ServerLibrary:
     @staticmethod
     def user() -> str:
         """The signed-in person of the event being handled."""
-        request = LocalContext.request.get(None)
-        name = getattr(request, "username", None)
+        name = getattr(event_request(), "username", None)
         if not name:
             raise gr.Error(SIGNED_OUT, title="Not signed in")
         return str(name)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 import gradio as gr
-from gradio.context import Context
 
 from m3ui.accounts.server_chats import ServerChats
 from m3ui.client import GenerationSettings
@@ -34,8 +34,9 @@ HINT = ("✎ on a question edits it and sends it again: the answers after it are
 KEEP_REASONING_INFO = "Off: earlier answers' reasoning is not sent back (M3's recommended default; saves context)."
 STALL_INFO = "Give up on an answer when the engine sends nothing for this long."
 # Inline $…$ as well as display $$…$$ and the LaTeX brackets models also write.
-LATEX_DELIMITERS = [{"left": "$$", "right": "$$", "display": True}, {"left": "$", "right": "$", "display": False},
-                    {"left": "\\(", "right": "\\)", "display": False}, {"left": "\\[", "right": "\\]", "display": True}]
+LATEX_DELIMITERS: list[dict[str, str | bool]] = [
+    {"left": "$$", "right": "$$", "display": True}, {"left": "$", "right": "$", "display": False},
+    {"left": "\\(", "right": "\\)", "display": False}, {"left": "\\[", "right": "\\]", "display": True}]
 DEFAULTS = GenerationSettings()
 # The page script's entry points (assets/js/chat.js): what the browser stores, downloads, and the drawer.
 READ_BROWSER_JS = "(browser, legacy, page) => [window.m3uiChats.read(), legacy, window.m3uiLive.ticket()]"
@@ -104,7 +105,7 @@ class ChatTabUI:
         return [getattr(self, name) for name in FORM]  # in the answer handlers' order
 
 
-def build_chat_tab(services: AppServices) -> ChatTabUI:
+def build_chat_tab(services: AppServices, page: gr.Blocks) -> ChatTabUI:
     """With a login and accounts, the chats are kept on the server per person (m3ui.ui.chat.server_library);
     otherwise in the browser's storage."""
     accounts = services.policy.accounts if services.policy.chat_login else None
@@ -114,10 +115,10 @@ def build_chat_tab(services: AppServices) -> ChatTabUI:
     chat = ChatController(chat_runner(services), server, LivePage(services.live_feeds, ui.chatbot,
                                                                  lambda *who: services.live_holder(*who)))
     services.send_early = chat.send_early
-    _wire(ui, chat, build_live_slots(ui.chatbot))
+    _wire(ui, chat, build_live_slots(ui.chatbot, page), page)
     if server is not None and placeholder is not None:
         with placeholder:
-            build_import_offer(server, ui.library, ui.browser, ui.view, chat.sync)
+            build_import_offer(server, ui.library, ui.browser, ui.view, chat.sync, page)
     return ui
 
 
@@ -184,11 +185,11 @@ def _layout(legacy_key: str | None) -> ChatTabUI:
                      top_p, max_tokens, stall_seconds, greedy, defaults, keep_reasoning, system_prompt)
 
 
-def _wire(ui: ChatTabUI, chat: ChatController, live_slots: LiveSlots) -> None:
+def _wire(ui: ChatTabUI, chat: ChatController, live_slots: LiveSlots, page: gr.Blocks) -> None:
     view = ui.view
     # The library's own actions take turns (they are quick): a sync computed from the library as it was before a
     # concurrent switch or rename would otherwise undo it on the page.
-    quick = {"concurrency_id": "chat-library", "concurrency_limit": 1, "show_progress": "hidden"}
+    quick: dict[str, Any] = {"concurrency_id": "chat-library", "concurrency_limit": 1, "show_progress": "hidden"}
     settings = [*ui.settings, live_slots.ticket]  # and the page's live channel (m3ui.ui.chat.live_view)
     following = gr.State(None)  # an answer's stream hands this to `finish` (m3ui.ui.chat.following)
     asked = gr.Textbox(visible=False)  # the question, taken out of the message box by the page (ASK_JS)
@@ -225,11 +226,10 @@ def _wire(ui: ChatTabUI, chat: ChatController, live_slots: LiveSlots) -> None:
     # A save that lands while a sync is on its way gets a sync of its own after it (Gradio would drop the click).
     ui.sync.click(chat.sync, [ui.library, ui.browser], view, js=SYNC_BROWSER_JS, trigger_mode="always_last", **quick)
     ui.drawer.click(None, None, None, js=TOGGLE_DRAWER_JS)
-    instant = {"queue": False, "show_progress": "hidden"}
+    instant: dict[str, Any] = {"queue": False, "show_progress": "hidden"}
     ui.greedy.click(lambda: GREEDY_TEMPERATURE, None, ui.temperature, **instant)
     ui.defaults.click(lambda: (DEFAULTS.thinking_mode, DEFAULTS.temperature, DEFAULTS.top_p, DEFAULTS.max_tokens,
                                DEFAULTS.stall_seconds),
                       None, [ui.thinking_mode, ui.temperature, ui.top_p, ui.max_tokens, ui.stall_seconds], **instant)
-    page = Context.root_block
-    if page is not None:  # the saved chats come back when the page (re)loads
-        page.load(chat.load, [ui.browser, ui.legacy, live_slots.ticket], view, js=READ_BROWSER_JS, **instant)
+    # the saved chats come back when the page (re)loads
+    page.load(chat.load, [ui.browser, ui.legacy, live_slots.ticket], view, js=READ_BROWSER_JS, **instant)

@@ -95,7 +95,7 @@ def cpu_load(history: Sequence[CpuPoint], node_names: Sequence[str]) -> pd.DataF
     lines: dict[str, Callable[[CpuPoint], float | None]] = {"all CPUs": lambda p: p.total_percent}
     if len(node_names) > 1:
         for i, name in enumerate(node_names):
-            lines[name] = lambda p, i=i: p.node_percents[i] if i < len(p.node_percents) else None
+            lines[name] = lambda p, i=i: p.node_percents[i] if i < len(p.node_percents) else None  # type: ignore[misc]  # a default argument binds the loop's index
     if any(p.kt_percent is not None for p in history):
         lines["kt cores"] = lambda p: p.kt_percent
     return _lines(history, lambda p: p.time, lines)

@@ -85,7 +85,7 @@ def trial_card(card: TrialCard) -> str:
     if card.state == "idle":
         return ""
     kind = "error" if card.state == "failed" else "info"
-    head = note(kind, card.detail, "Placement trial")
+    head = note(kind, card.detail, "Placement trial")  # type: ignore[arg-type]  # "error" or "info"
     if card.before is None and card.predicted_before is None:
         return head
     rows = [
@@ -99,7 +99,7 @@ def trial_card(card: TrialCard) -> str:
         ("Time to first token, measured", card.before and card.before.ttft_s, card.after and card.after.ttft_s,
          "{:.2f} s"),
     ]
-    body = "".join(f"<tr><th>{esc(label)}</th><td>{_cell(before, fmt)}</td><td>{_cell(after, fmt)}</td></tr>"
+    body = "".join(f"<tr><th>{esc(label)}</th><td>{_cell(before, fmt)}</td><td>{_cell(after, fmt)}</td></tr>"  # type: ignore[arg-type]  # each is a float or None (`x and x.field`)
                    for label, before, after, fmt in rows)
     return (f'{head}<table class="m3-table m3-placement-trial" data-state="{esc(card.state)}"><thead><tr><th></th>'
             f"<th>Before ({esc(card.strategy_before)})</th><th>After (frequency, {card.gpu_experts} per layer)</th>"

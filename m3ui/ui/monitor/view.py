@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import gradio as gr
-from gradio.context import Context
 
 from m3ui.monitor.sampler import MonitorHistory, MonitorSnapshot
 from m3ui.placement.advice import AdviceCache, advise_snapshot
@@ -89,7 +88,7 @@ def refresh(services: AppServices, seen: Seen) -> tuple[Any, ...]:
     snapshot, now = sampler.latest(), time.time()
     fleet = services.fleet_monitor.latest()
     if fleet.active:  # the app's engine is a router: the figures are its workers' (m3ui/monitor/fleet.py)
-        snapshot = replace(snapshot, engine=fleet.total, experts=fleet.experts)
+        snapshot = replace(snapshot, engine=fleet.total, experts=fleet.experts)  # type: ignore[arg-type]  # an active fleet has both
     experts_new = snapshot.experts.time != seen.experts_at
     charts_due = now - seen.charts_at >= CHARTS_EVERY_S and not experts_new
     experts = ((fleet_expert_updates(fleet) if fleet.active else _expert_updates(services, snapshot, status.simulated))
@@ -109,7 +108,7 @@ def refresh(services: AppServices, seen: Seen) -> tuple[Any, ...]:
 def _chart(name: str, label: str, y_title: str, percent: bool = False) -> gr.LinePlot:
     # no `height`: with one, Gradio 6.31 clips the legend off
     return gr.LinePlot(x="time", y="value", color="series", color_title="", label=label, x_title="", y_title=y_title,
-                       y_lim=[0, 100] if percent else None, elem_id=f"m3-mon-{name}")
+                       y_lim=[0, 100] if percent else None, elem_id=f"m3-mon-{name}")  # type: ignore[arg-type]  # None is Gradio's own default
 
 
 def _build() -> MonitorPanels:
@@ -146,9 +145,8 @@ def _build() -> MonitorPanels:
                          requests, gpu_charts, gpu_load, gpu_memory, cpu_load, gr.State(Seen()))
 
 
-def build_monitor_tab(services: AppServices) -> MonitorPanels:
-    """Inside a gr.Tab the refresh runs only while that tab is shown; elsewhere it always runs."""
-    tab = Context.block if isinstance(Context.block, gr.Tab) else None
+def build_monitor_tab(services: AppServices, tab: gr.Tab | None = None) -> MonitorPanels:
+    """Given the gr.Tab it is built in, the refresh runs only while that tab is shown; else it always runs."""
     panels = _build()
     timer = gr.Timer(REFRESH_S, active=tab is None)
     outputs = panels.outputs()
@@ -162,5 +160,5 @@ def build_monitor_tab(services: AppServices) -> MonitorPanels:
             return gr.Timer(active=event.value == tab.label)
 
         tab.select(update, panels.seen, outputs, show_progress="hidden", queue=False)
-        tab.parent.select(follow_tab, None, timer, queue=False)
+        tab.parent.select(follow_tab, None, timer, queue=False)  # type: ignore[union-attr]  # a Tab's parent is its Tabs
     return panels

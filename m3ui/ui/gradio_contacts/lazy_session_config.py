@@ -34,9 +34,9 @@ class _WithoutBlocks:
         self.blocks: dict[int, Any] = {}
 
 
-class LazySessionState(_EAGER):  # type: ignore[misc, valid-type]
+class LazySessionState(_EAGER):
     def __init__(self, blocks: Any) -> None:
-        super().__init__(_WithoutBlocks(blocks))
+        super().__init__(_WithoutBlocks(blocks))  # type: ignore[arg-type]  # SessionState reads only these two of the Blocks
         self._app_blocks = blocks.blocks
         self._values: dict[int, Any] = {}  # the value each component was last set to (its entry built when read)
 
@@ -66,9 +66,9 @@ class LazySessionState(_EAGER):  # type: ignore[misc, valid-type]
                 config = self.config_values[key] = self.blocks_config.config_for_block(key, [], block)
                 if key in self._values and "props" in config:
                     config["props"]["value"] = self._values[key]
-        return _EAGER.components.fget(self)  # type: ignore[no-any-return]
+        return _EAGER.components.fget(self)  # type: ignore[attr-defined]  # a property of Gradio's SessionState
 
 
 def lazy_session_config() -> None:
     """Make Gradio's StateHolder create LazySessionState objects (idempotent)."""
-    state_holder.SessionState = LazySessionState  # type: ignore[misc]
+    state_holder.SessionState = LazySessionState  # type: ignore[misc]  # replaces Gradio's class, by design

@@ -20,6 +20,6 @@ def mark_absent(names: tuple[str, ...] = PER_EVENT_IMPORTS) -> list[str]:
     marked = []
     for name in names:
         if name not in sys.modules and importlib.util.find_spec(name) is None:
-            sys.modules[name] = None  # type: ignore[assignment]
+            sys.modules[name] = None  # type: ignore[assignment]  # None in sys.modules: import fails at once
             marked.append(name)
     return marked

@@ -6,10 +6,12 @@ so that the guards never import Gradio."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 import fastapi
 import gradio as gr
+from gradio.routes import App
 from starlette.requests import HTTPConnection
 from starlette.routing import Mount
 from starlette.types import Scope
@@ -19,7 +21,13 @@ from m3ui.accounts.store import canonical_name
 
 class GradioSessions:
     def __init__(self, app: fastapi.FastAPI, path: str) -> None:
-        self.served = next(route.app for route in app.routes if isinstance(route, Mount) and route.path == path)
+        self._app, self._path = app, path
+
+    @functools.cached_property
+    def served(self) -> App:
+        """The Gradio app mounted at the path, found at first use (routes may be added before the mount)."""
+        return next(route.app for route in self._app.routes  # type: ignore[return-value]  # Gradio's App
+                    if isinstance(route, Mount) and route.path == self._path)
 
     @property
     def login_required(self) -> bool:
