@@ -19,10 +19,10 @@ from m3ui.chat_session.page_libraries import PageLibraries
 from m3ui.client import GenerationSettings
 from m3ui.client.early_request import EarlyRequest
 from m3ui.conversation import Conversation, LoopOptions
-from m3ui.conversation.library import ChatLibrary, ChatNote, SavedChat, export_documents
+from m3ui.conversation.library import ChatLibrary, ChatNote, SavedChat
 from m3ui.legacy_chats import legacy_chats
 from m3ui.live.feed import TICKET
-from m3ui.ui.chat.controls import clean_text, session_key, settings_from_form
+from m3ui.ui.chat.controls import clean_text, download_of, session_key, settings_from_form
 from m3ui.ui.chat.following import Following, answer_frame, live_frame, live_values
 from m3ui.ui.chat.live_view import LivePage
 from m3ui.ui.chat.render import render
@@ -186,13 +186,7 @@ class ChatController:
 
     def export(self, library: ChatLibrary | None, kind: str) -> dict[str, str]:
         """The active chat as a document for the page to download (nothing is written on the server)."""
-        chat = self.owned(library).active
-        if not chat.conversation.turns:
-            raise gr.Error("This chat is empty: there is nothing to export.")
-        try:
-            return {**export_documents(chat)[kind], "kind": kind}
-        except ValueError as exc:
-            raise gr.Error(str(exc), title="Export refused") from exc
+        return download_of(self.owned(library).active, kind)
 
     # --- one message: select, edit and resend, retry from it, delete it
 

@@ -21,7 +21,7 @@ from m3ui.legacy_chats import LEGACY_STORAGE_KEY, legacy_secret
 from m3ui.services import AppServices
 from m3ui.ui.chat.browser_import import build_import_offer
 from m3ui.ui.chat.controller import FORM, ChatController
-from m3ui.ui.chat.controls import STREAMING_LISTENER, chat_runner, thinking_mode_radio
+from m3ui.ui.chat.controls import CHAT_BOX_HEIGHT, STREAMING_LISTENER, chat_runner, thinking_mode_radio
 from m3ui.ui.chat.following import LIVE_SLOTS
 from m3ui.ui.chat.live_view import OPEN_JS, LivePage, LiveSlots, build_live_slots
 from m3ui.ui.chat.server_library import ServerLibrary
@@ -143,9 +143,9 @@ def _layout(legacy_key: str | None) -> ChatTabUI:
             chat_picker = gr.Radio([], label="Conversations (newest first)", elem_id="m3-chat-list")
         with gr.Column(scale=4, min_width=320, elem_classes=["m3-chat-main"]):
             drawer = gr.Button("☰ Chats", size="sm", elem_id="m3-chats-toggle")
-            chatbot = gr.Chatbot(height=620, show_label=False, elem_id="m3-chatbot", placeholder=PLACEHOLDER,
-                                 feedback_options=None, buttons=["copy", "copy_all"], group_consecutive_messages=False,
-                                 editable="user", latex_delimiters=LATEX_DELIMITERS)
+            chatbot = gr.Chatbot(height=CHAT_BOX_HEIGHT, show_label=False, elem_id="m3-chatbot",
+                                 placeholder=PLACEHOLDER, feedback_options=None, buttons=["copy", "copy_all"],
+                                 group_consecutive_messages=False, editable="user", latex_delimiters=LATEX_DELIMITERS)
             selected = gr.State(None)  # the turn index of the question a click on a message picked
             with gr.Row(visible=False, equal_height=True, elem_id="m3-message-actions") as message_actions:
                 selected_label = gr.Markdown("")
