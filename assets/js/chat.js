@@ -104,7 +104,15 @@
 
   function toggleDrawer(open) {
     const sidebar = $("#m3-sidebar");
-    if (sidebar) sidebar.classList.toggle("m3-open", open);
+    if (!sidebar) return;
+    const shown = sidebar.classList.toggle("m3-open", open);
+    let backdrop = $("#m3-drawer-backdrop");
+    if (!backdrop && shown) {
+      backdrop = document.createElement("div");
+      backdrop.id = "m3-drawer-backdrop";
+      document.body.appendChild(backdrop);
+    }
+    if (backdrop) backdrop.hidden = !shown;
   }
 
   function showQueued(on) {
@@ -140,10 +148,10 @@
     if (event.target.value.trim()) showQueued(true);
   }, true);
 
-  document.addEventListener("click", (event) => { // a chat picked in the drawer, or a tap beside it, closes it
+  document.addEventListener("click", (event) => { // a chat picked in the drawer, its ✕, or a tap beside it closes it
     const target = event.target.closest ? event.target : null;
     if (!target || target.closest("#m3-chats-toggle")) return;
-    if (target.closest("#m3-chat-list input") || !target.closest("#m3-sidebar")) toggleDrawer(false);
+    if (target.closest("#m3-chat-list input, #m3-chats-close") || !target.closest("#m3-sidebar")) toggleDrawer(false);
   });
 
   let lastTry = 0;

@@ -27,8 +27,9 @@ from m3ui.ui.chat.live_view import OPEN_JS, LivePage, LiveSlots, build_live_slot
 from m3ui.ui.chat.server_library import ServerLibrary
 from m3ui.ui.chat.view_slots import SLOTS
 
-PLACEHOLDER = ("**Chat with MiniMax-M3**\n\nPick a thinking mode on the right. The reasoning streams into a block "
-               "that folds away when the answer starts; each answer shows its timing and token counts.")
+PLACEHOLDER = ("**Chat with MiniMax-M3**\n\nPick a thinking mode under *Thinking mode* in the settings. The reasoning "
+               "streams into a block that folds away when the answer starts; each answer shows its timing and token "
+               "counts.")
 HINT = ("✎ on a question edits it and sends it again: the answers after it are replaced (Undo brings them back). "
         "Click a message to retry or remove it. Esc stops an answer; Enter while one streams queues your message.")
 KEEP_REASONING_INFO = "Off: earlier answers' reasoning is not sent back (M3's recommended default; saves context)."
@@ -129,6 +130,7 @@ def _layout(legacy_key: str | None) -> ChatTabUI:
     sync = gr.Button("sync", visible="hidden", elem_id="m3-chat-sync")  # clicked by chat.js
     with gr.Row(equal_height=False, elem_classes=["m3-chat"]):
         with gr.Column(scale=1, min_width=230, elem_classes=["m3-sidebar"], elem_id="m3-sidebar"):
+            gr.Button("✕ Close", size="sm", elem_id="m3-chats-close")  # the phone's drawer (chat.js closes it)
             new_chat = gr.Button("+ New chat", size="sm", elem_id="m3-new-chat")
             search = gr.Textbox(placeholder="Search chats (titles and text)", show_label=False, max_lines=1,
                                 elem_id="m3-chat-search")
