@@ -3,7 +3,8 @@
 //   (its "base" hash); when another page of this browser changed that chat meanwhile, ours is kept as a copy.
 //   Either way nothing any page wrote is lost. A change by another page makes this page merge them in (sync).
 // - exports arrive as text and are handed to the browser as a download (nothing is written on the server);
-// - Esc stops a streaming answer; Enter while one streams queues the message visibly and sends it after;
+// - Esc stops a streaming answer; Enter while one streams queues the message visibly and sends it after; a
+//   Regenerate or Retry clicked while one streams is not sent: one note under the message box says why;
 // - at phone width the chat list is a drawer;
 // - while the pointer is on the chat list, a sync waits: it would reorder the list (newest first), and Gradio's
 //   radio keeps its rows in place and relabels them, so the row under the pointer would turn into another chat
@@ -11,6 +12,9 @@
 (() => {
   const PREFIX = "m3ui-chat:";
   const MIGRATED = "m3ui-chats-migrated"; // set once chats saved the old way are written as records
+  const QUEUED = "Queued: your message is sent when this answer ends (Esc stops the answer).";
+  const BUSY = "An answer is still streaming: stop it first (■ Stop or Esc), then regenerate or retry.";
+  const ANSWERING = "#m3-regenerate, #m3-retry-from, #m3-chatbot button[aria-label='Retry']";
   const FULL = "This browser's storage is full: the latest change is not saved. Export the chat, or delete old chats.";
   let moved = {}; // chat id -> id of the copy ours was saved as, for the next sync
   let syncWanted = false;
@@ -117,6 +121,10 @@
 
   function showQueued(on) {
     queued = on;
+    say(on ? QUEUED : "");
+  }
+
+  function say(text) { // the note under the message box ("" hides it)
     const composer = $("#m3-message") && $("#m3-message").closest(".m3-composer");
     if (!composer) return;
     let note = $("#m3-queued");
@@ -124,10 +132,10 @@
       note = document.createElement("div");
       note.id = "m3-queued";
       note.className = "m3-queued";
-      note.textContent = "Queued: your message is sent when this answer ends (Esc stops the answer).";
       composer.after(note);
     }
-    note.hidden = !on;
+    note.textContent = text;
+    note.hidden = !text;
   }
 
   window.addEventListener("storage", (event) => {
@@ -148,6 +156,14 @@
     if (event.target.value.trim()) showQueued(true);
   }, true);
 
+  document.addEventListener("click", (event) => { // a new answer asked for while one streams: not sent
+    const target = event.target.closest ? event.target.closest(ANSWERING) : null;
+    if (!target || !streaming()) return;
+    event.preventDefault();
+    event.stopImmediatePropagation();
+    say(BUSY);
+  }, true);
+
   document.addEventListener("click", (event) => { // a chat picked in the drawer, its ✕, or a tap beside it closes it
     const target = event.target.closest ? event.target : null;
     if (!target || target.closest("#m3-chats-toggle")) return;
@@ -159,6 +175,7 @@
     const box = $("#m3-message textarea");
     if (queued && (!box || !box.value.trim())) showQueued(false); // sent (the box empties) or cleared by hand
     if (streaming()) return;
+    if (!queued && $("#m3-queued")) say(""); // the answer ended: a note about it is old news
     if (syncWanted && !pointing && $("#m3-chat-sync")) {
       syncWanted = false;
       $("#m3-chat-sync").click();

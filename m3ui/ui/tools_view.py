@@ -38,6 +38,7 @@ from m3ui.conversation.library import SavedChat, chat_from_record, chat_record, 
 from m3ui.services import AppServices
 from m3ui.tools import CustomToolError, builtin_tools
 from m3ui.ui.chat.controls import (
+    BUSY_WARNING,
     CHAT_BOX_HEIGHT,
     STREAMING_LISTENER,
     chat_runner,
@@ -382,6 +383,6 @@ class ToolsController:
                     yield self.frame(render(transcript(update.chat)), None)
                 else:
                     yield self.show(update.chat, message="", user=request.username)
-        except SessionBusy as exc:
-            gr.Warning(f"An answer is still streaming in this page: {exc}.")
+        except SessionBusy:
+            gr.Warning(BUSY_WARNING)
             yield UNCHANGED

@@ -22,7 +22,7 @@ from m3ui.conversation import Conversation, LoopOptions
 from m3ui.conversation.library import ChatLibrary, ChatNote, SavedChat
 from m3ui.legacy_chats import legacy_chats
 from m3ui.live.feed import TICKET
-from m3ui.ui.chat.controls import clean_text, download_of, session_key, settings_from_form
+from m3ui.ui.chat.controls import BUSY_WARNING, clean_text, download_of, session_key, settings_from_form
 from m3ui.ui.chat.following import Following, answer_frame, live_frame, live_values
 from m3ui.ui.chat.live_view import LivePage
 from m3ui.ui.chat.render import render
@@ -303,8 +303,8 @@ class ChatController:
         try:
             updates = self._runner.answer(session_key(request), answer)
             first = next(updates)
-        except SessionBusy as exc:
-            gr.Warning(f"An answer is still streaming in this page: {exc}.")
+        except SessionBusy:
+            gr.Warning(BUSY_WARNING)
             yield live_frame(gr.skip(), Following(library, message=question))
             return
         except Exception as exc:  # a bug in one turn must not leave the page stuck in "busy"

