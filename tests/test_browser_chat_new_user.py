@@ -7,6 +7,7 @@ another tab."""
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.app_process import running_app
 from tests.browser import chromium_page
@@ -46,3 +47,13 @@ def test_regenerate_while_an_answer_streams_says_once_to_stop_first(page):
     wait_answered(page)
     assert page.inner_text("#m3-chatbot").count("Count to 20000") == 1
 
+
+def test_a_search_with_no_match_says_so_and_clearing_it_brings_the_chats_back(page):
+    ask(page, "Searchable: what is 3 + 3?")
+    page.fill("#m3-chat-search textarea, #m3-chat-search input", "no chat has this text")
+    chats = page.locator("#m3-chat-list")
+    expect(chats).to_contain_text("No chat matches “no chat has this text”")
+    assert chats.locator("label").count() == 0
+    page.fill("#m3-chat-search textarea, #m3-chat-search input", "")
+    expect(chats.locator("label", has_text="Searchable: what is 3 + 3?")).to_be_visible()
+    assert "No chat matches" not in chats.inner_text()

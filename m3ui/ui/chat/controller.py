@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 
 EMPTY_MESSAGE = "Type a message first."
 FIRST_FRAME_WAIT_S = 0.5  # the longest an answer's first Gradio frame waits for its first text (see _answer)
+LIST_LABEL = "Conversations (newest first)"
 NOTHING_TO_REGENERATE = "Nothing to regenerate yet: send a message first."
 
 
@@ -60,6 +61,15 @@ def _asked(library: ChatLibrary, text: str, system_prompt: str) -> SavedChat:
 
 # The form's values in the order of the answer handlers' arguments (as the page sends them early, by name)
 FORM = ("thinking_mode", "temperature", "top_p", "max_tokens", "stall_seconds", "keep_reasoning", "system_prompt")
+
+
+def _list_label(query: str, found: bool) -> str:
+    """The chat list's heading: what a search found, or that it found nothing (an empty list alone says nothing)."""
+    query = " ".join(query.split())
+    if not query:
+        return LIST_LABEL
+    shown = query if len(query) <= 40 else query[:39] + "…"
+    return f"Chats matching “{shown}”" if found else f"No chat matches “{shown}”: clear the search to see them all"
 
 
 def _user_ordinal(chat: SavedChat, message_index: int) -> int:
@@ -104,7 +114,7 @@ class ChatController:
             "outbox": writes if writes else gr.skip(),
             "chatbot": render(transcript(chat)) if chatbot is None else chatbot,
             "chat_picker": gr.update(choices=choices, value=chat.id if any(c[1] == chat.id for c in choices)
-                                     else None, interactive=idle),
+                                     else None, interactive=idle, label=_list_label(library.query, bool(choices))),
             "title": chat.title,
             "system_prompt": chat.conversation.system_prompt,
             "message": gr.skip() if message is None else message,

@@ -20,7 +20,7 @@ from m3ui.client.settings import GREEDY_TEMPERATURE, MAX_STALL_SECONDS, MIN_STAL
 from m3ui.legacy_chats import LEGACY_STORAGE_KEY, legacy_secret
 from m3ui.services import AppServices
 from m3ui.ui.chat.browser_import import build_import_offer
-from m3ui.ui.chat.controller import FORM, ChatController
+from m3ui.ui.chat.controller import FORM, LIST_LABEL, ChatController
 from m3ui.ui.chat.controls import CHAT_BOX_HEIGHT, STREAMING_LISTENER, chat_runner, thinking_mode_radio
 from m3ui.ui.chat.following import LIVE_SLOTS
 from m3ui.ui.chat.live_view import OPEN_JS, LivePage, LiveSlots, build_live_slots
@@ -142,7 +142,7 @@ def _layout(legacy_key: str | None) -> ChatTabUI:
                 export_md = gr.Button("⬇ Markdown", size="sm", min_width=60, elem_id="m3-export-md")
                 export_json = gr.Button("⬇ JSON", size="sm", min_width=60, elem_id="m3-export-json")
             undo = gr.Button("↶ Undo", size="sm", visible=False, variant="secondary", elem_id="m3-undo")
-            chat_picker = gr.Radio([], label="Conversations (newest first)", elem_id="m3-chat-list")
+            chat_picker = gr.Radio([], label=LIST_LABEL, elem_id="m3-chat-list")
         with gr.Column(scale=4, min_width=320, elem_classes=["m3-chat-main"]):
             drawer = gr.Button("☰ Chats", size="sm", elem_id="m3-chats-toggle")
             chatbot = gr.Chatbot(height=CHAT_BOX_HEIGHT, show_label=False, elem_id="m3-chatbot",
