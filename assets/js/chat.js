@@ -3,8 +3,6 @@
 //   (its "base" hash); when another page of this browser changed that chat meanwhile, ours is kept as a copy.
 //   Either way nothing any page wrote is lost. A change by another page makes this page merge them in (sync).
 // - exports arrive as text and are handed to the browser as a download (nothing is written on the server);
-// - Esc stops a streaming answer; Enter while one streams queues the message visibly and sends it after; a
-//   Regenerate or Retry clicked while one streams is not sent: one note under the message box says why;
 // - at phone width the chat list is a drawer;
 // - while the pointer is on the chat list, a sync waits: it would reorder the list (newest first), and Gradio's
 //   radio keeps its rows in place and relabels them, so the row under the pointer would turn into another chat
@@ -12,14 +10,10 @@
 (() => {
   const PREFIX = "m3ui-chat:";
   const MIGRATED = "m3ui-chats-migrated"; // set once chats saved the old way are written as records
-  const QUEUED = "Queued: your message is sent when this answer ends (Esc stops the answer).";
-  const BUSY = "An answer is still streaming: stop it first (■ Stop or Esc), then regenerate or retry.";
-  const ANSWERING = "#m3-regenerate, #m3-retry-from, #m3-chatbot button[aria-label='Retry']";
   const FULL = "This browser's storage is full: the latest change is not saved. Export the chat, or delete old chats.";
   let moved = {}; // chat id -> id of the copy ours was saved as, for the next sync
   let syncWanted = false;
   let pointing = false; // the pointer is on the chat list
-  let queued = false;
 
   const $ = (selector) => document.querySelector(selector);
   const visible = (element) => !!element && element.offsetParent !== null;
@@ -119,50 +113,13 @@
     if (backdrop) backdrop.hidden = !shown;
   }
 
-  function showQueued(on) {
-    queued = on;
-    say(on ? QUEUED : "");
-  }
-
-  function say(text) { // the note under the message box ("" hides it)
-    const composer = $("#m3-message") && $("#m3-message").closest(".m3-composer");
-    if (!composer) return;
-    let note = $("#m3-queued");
-    if (!note) {
-      note = document.createElement("div");
-      note.id = "m3-queued";
-      note.className = "m3-queued";
-      composer.after(note);
-    }
-    note.textContent = text;
-    note.hidden = !text;
-  }
-
   window.addEventListener("storage", (event) => {
     if (event.key === null || event.key.startsWith(PREFIX)) requestSync();
   });
 
   document.addEventListener("keydown", (event) => {
     if (event.key === "Escape") toggleDrawer(false);
-    if (event.key === "Escape" && streaming()) {
-      event.preventDefault();
-      $("#m3-stop").click();
-      return;
-    }
-    const box = event.target.closest && event.target.closest("#m3-message");
-    if (event.key !== "Enter" || event.shiftKey || event.isComposing || !box || !streaming()) return;
-    event.preventDefault(); // capture phase: Gradio's own Enter handler never sees it
-    event.stopImmediatePropagation();
-    if (event.target.value.trim()) showQueued(true);
-  }, true);
-
-  document.addEventListener("click", (event) => { // a new answer asked for while one streams: not sent
-    const target = event.target.closest ? event.target.closest(ANSWERING) : null;
-    if (!target || !streaming()) return;
-    event.preventDefault();
-    event.stopImmediatePropagation();
-    say(BUSY);
-  }, true);
+  });
 
   document.addEventListener("click", (event) => { // a chat picked in the drawer, its ✕, or a tap beside it closes it
     const target = event.target.closest ? event.target : null;
@@ -170,20 +127,11 @@
     if (target.closest("#m3-chat-list input, #m3-chats-close") || !target.closest("#m3-sidebar")) toggleDrawer(false);
   });
 
-  let lastTry = 0;
   setInterval(() => {
-    const box = $("#m3-message textarea");
-    if (queued && (!box || !box.value.trim())) showQueued(false); // sent (the box empties) or cleared by hand
     if (streaming()) return;
-    if (!queued && $("#m3-queued")) say(""); // the answer ended: a note about it is old news
     if (syncWanted && !pointing && $("#m3-chat-sync")) {
       syncWanted = false;
       $("#m3-chat-sync").click();
-    }
-    // Gradio ignores a Send while the last answer's event is still closing: try again until it is taken.
-    if (queued && Date.now() - lastTry > 1000) {
-      lastTry = Date.now();
-      $("#m3-send").click();
     }
   }, 300);
 

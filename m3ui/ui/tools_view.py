@@ -61,7 +61,7 @@ EXAMPLES = [
     "What's the weather in Lisbon, and what is 2**10?",
 ]
 MESSAGE_HINT = "Ask something a tool can answer…  (Enter sends)"
-BUSY_HINT = "An answer is running: wait for it, or press Stop"
+BUSY_HINT = "An answer is running: Enter queues your message (Esc stops the answer)"
 PLACEHOLDER = ("**Tool calling demo**\n\nAsk something a tool can answer (weather, arithmetic, unit conversion, "
                "time, docs search). Each call shows its arguments, status and result; the results go back to "
                "the model, which then answers.")
@@ -262,8 +262,8 @@ class ToolsController:
 
     @staticmethod
     def _message(busy: bool, value: object) -> dict[str, object]:
-        """While an answer runs the box is visibly closed: Enter there would otherwise be dropped unseen."""
-        state = {"interactive": not busy, "placeholder": BUSY_HINT if busy else MESSAGE_HINT}
+        """While an answer runs the box stays open: Enter there queues the message (assets/js/composer.js)."""
+        state = {"placeholder": BUSY_HINT if busy else MESSAGE_HINT}
         return gr.update(**state) if value is None else gr.update(value=value, **state)
 
     @staticmethod
@@ -382,7 +382,7 @@ class ToolsController:
                 elif update.phase == "answered":
                     yield self.frame(render(transcript(update.chat)), None)
                 else:
-                    yield self.show(update.chat, message="", user=request.username)
+                    yield self.show(update.chat, user=request.username)  # what was typed meanwhile is kept
         except SessionBusy:
             gr.Warning(BUSY_WARNING)
             yield UNCHANGED
