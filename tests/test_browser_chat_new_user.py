@@ -57,3 +57,9 @@ def test_a_search_with_no_match_says_so_and_clearing_it_brings_the_chats_back(pa
     page.fill("#m3-chat-search textarea, #m3-chat-search input", "")
     expect(chats.locator("label", has_text="Searchable: what is 3 + 3?")).to_be_visible()
     assert "No chat matches" not in chats.inner_text()
+
+
+def test_a_chats_title_is_its_first_message_as_plain_text(page):
+    ask(page, "**Solve** $\\frac{1}{2} + x^2$ for `x`")
+    expect(page.locator("#m3-chat-list label").first).to_have_text("Solve 1/2 + x^2 for x")
+    assert page.input_value("#m3-chat-title input, #m3-chat-title textarea") == "Solve 1/2 + x^2 for x"

@@ -151,6 +151,14 @@ def test_titles_are_short_plain_text():
     assert len(title_from("word " * 40)) == 40
 
 
+def test_titles_give_math_as_text_and_leave_prices_and_table_rules_out():
+    assert title_from("**Solve** $\\frac{1}{2} + x^2$ please") == "Solve 1/2 + x^2 please"
+    assert title_from("What is \\(\\sqrt{2}\\)?") == "What is √(2) ?"
+    assert title_from("$$\\int_0^1 x\\,dx$$ = ?") == "∫_0^1 x dx = ?"
+    assert title_from("It costs $5 and $10") == "It costs $5 and $10"  # money, not math
+    assert title_from("| a | b |\n|---|:--:|\n| 1 | 2 |") == "a b 1 2"
+
+
 def test_search_matches_titles_and_text_case_insensitively():
     library = ChatLibrary.fresh()
     library = library.put(answered_chat(library, "Trip to Oslo"))

@@ -20,6 +20,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, get_args
 
+from pylatexenc.latex2text import LatexNodes2Text
+from pylatexenc.latexwalker import LatexWalkerError
+
 from m3ui.conversation import (
     AssistantTurn,
     Conversation,
@@ -139,11 +142,26 @@ _FENCED_BLOCK = re.compile(r"(`{3,}|~{3,}).*?(\1|$)", re.DOTALL)
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _EMPHASIS = re.compile(r"(\*\*|__|~~|\*|_)(?=\S)(.+?)(?<=\S)\1")
 _LINE_MARKS = re.compile(r"^\s*(?:#{1,6}|>+|[-+*]|\d+[.)])\s+|`+|\|", re.MULTILINE)
+_TABLE_RULE = re.compile(r"(?<!\S)(?::-+:?|-+:|-{3,})(?!\S)")  # a table's |:--|---| row ("5 - 3" stays)
+# Math as the chat renders it (m3ui/ui/chat/view.py LATEX_DELIMITERS): $$…$$, $…$, \(…\) and \[…\].
+_MATH = re.compile(r"\$\$(.+?)\$\$|\$(?=\S)([^$\n]+?)(?<=\S)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
+_LATEX = LatexNodes2Text(math_mode="text")
+
+
+def _plain_math(match: re.Match[str]) -> str:
+    """A formula as text (\\frac{1}{2} -> 1/2, \\sqrt{2} -> √(2)); left as written if it cannot be read."""
+    source = next(group for group in match.groups() if group is not None)
+    try:
+        return f" {_LATEX.latex_to_text(source)} "
+    except (LatexWalkerError, ValueError, IndexError):
+        return source
 
 
 def title_from(text: str) -> str:
-    """A short, plain one-line title: code blocks, link targets and Markdown marks dropped ("6*7" stays)."""
-    plain = _LINE_MARKS.sub(" ", _EMPHASIS.sub(r"\2", _LINK.sub(r"\1", _FENCED_BLOCK.sub(" ", text))))
+    """A short, plain one-line title: code blocks, link targets, Markdown marks and table rules dropped, math as
+    text ("6*7" stays)."""
+    text = _MATH.sub(_plain_math, _FENCED_BLOCK.sub(" ", text))
+    plain = _TABLE_RULE.sub(" ", _LINE_MARKS.sub(" ", _EMPHASIS.sub(r"\2", _LINK.sub(r"\1", text))))
     line = " ".join(plain.split())
     return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1].rstrip() + "…"
 
