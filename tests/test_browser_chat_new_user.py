@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 
 from tests.app_process import running_app
 from tests.browser import chromium_page
-from tests.test_browser_chat import ask, open_chat, send, wait_answered
+from tests.test_browser_chat import ask, open_chat, send, start_new_chat, wait_answered
 
 pytestmark = pytest.mark.browser
 SAID = """() => [...document.querySelectorAll('.toast-body')].map(e => e.innerText)
@@ -63,3 +63,37 @@ def test_a_chats_title_is_its_first_message_as_plain_text(page):
     ask(page, "**Solve** $\\frac{1}{2} + x^2$ for `x`")
     expect(page.locator("#m3-chat-list label").first).to_have_text("Solve 1/2 + x^2 for x")
     assert page.input_value("#m3-chat-title input, #m3-chat-title textarea") == "Solve 1/2 + x^2 for x"
+
+
+def chosen_settings(page) -> tuple[str, str]:
+    """The thinking mode chosen and the max tokens, as the form shows them."""
+    modes = page.locator(".m3-thinking-mode")
+    return next(name for name in ("Adaptive", "Enabled", "Disabled")
+                if modes.get_by_label(name, exact=True).is_checked()), page.input_value("#m3-max-tokens input")
+
+
+def open_chat_titled(page, title: str) -> None:
+    page.locator("#m3-chat-list").get_by_text(title, exact=True).click()
+    expect(page.locator("#m3-chat-title textarea, #m3-chat-title input")).to_have_value(title)
+
+
+def test_each_chat_keeps_its_thinking_mode_and_settings_also_across_a_reload(page, app):
+    page.fill("#m3-max-tokens input", "900")
+    ask_with(page, "Kept: what is 2 + 2?", "Enabled")
+    start_new_chat(page)
+    page.fill("#m3-max-tokens input", "700")
+    ask_with(page, "Other: what is 3 + 3?", "Disabled")
+    open_chat_titled(page, "Kept: what is 2 + 2?")
+    expect(page.locator("#m3-max-tokens input")).to_have_value("900")
+    assert chosen_settings(page) == ("Enabled", "900")
+    open_chat(page, app.url)  # a reload
+    kept = {"Other: what is 3 + 3?": ("Disabled", "700"), "Kept: what is 2 + 2?": ("Enabled", "900")}
+    for title, settings in kept.items():
+        open_chat_titled(page, title)
+        expect(page.locator("#m3-max-tokens input")).to_have_value(settings[1])
+        assert chosen_settings(page) == settings, title
+
+
+def ask_with(page, text: str, thinking: str) -> None:
+    send(page, text, thinking=thinking)
+    wait_answered(page)

@@ -44,6 +44,11 @@ TITLE_CHARS = 40
 RECORD_VERSION = 1
 MAX_CHATS = 1000  # read from one browser; beyond that the oldest are left in storage, unread
 EXPORT_MAX_CHARS = 8_000_000  # an export is built in memory and sent to the page: bounded
+# The generation settings a chat was last answered with (its thinking mode, sampling, limits): name -> the type a
+# stored value must have. They come back with the chat; the UI checks them again before any use.
+CHAT_SETTINGS: dict[str, tuple[type, ...]] = {"thinking_mode": (str,), "temperature": (int, float),
+                                              "top_p": (int, float), "max_tokens": (int,),
+                                              "stall_seconds": (int, float), "keep_reasoning": (bool,)}
 # Ids come back from the browser and name localStorage keys: a plain token, never a path or markup.
 CHAT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -64,6 +69,11 @@ class SavedChat:
     conversation: Conversation = Conversation()
     notes: tuple[ChatNote, ...] = ()
     updated_at: float = 0.0
+    settings: Mapping[str, object] = field(default_factory=dict)  # see CHAT_SETTINGS; empty: never answered
+
+    def with_settings(self, settings: Mapping[str, object]) -> SavedChat:
+        """The chat with the settings its next answer is asked with (anything not in CHAT_SETTINGS dropped)."""
+        return replace(self, settings=chat_settings(settings))
 
     def with_conversation(self, conversation: Conversation, notes: tuple[ChatNote, ...] | None = None) -> SavedChat:
         """New contents; a chat still called "New chat" takes its first question as title."""
@@ -155,6 +165,14 @@ def _plain_math(match: re.Match[str]) -> str:
         return f" {_LATEX.latex_to_text(source)} "
     except (LatexWalkerError, ValueError, IndexError):
         return source
+
+
+def chat_settings(values: object) -> dict[str, object]:
+    """The known settings of `values` with a value of their type (booleans are not numbers here)."""
+    if not isinstance(values, Mapping):
+        return {}
+    return {name: values[name] for name, types in CHAT_SETTINGS.items() if name in values
+            and isinstance(values[name], types) and (bool not in types) == (not isinstance(values[name], bool))}
 
 
 def title_from(text: str) -> str:
@@ -295,6 +313,8 @@ def chat_record(chat: SavedChat) -> dict[str, object]:
     record = {"v": RECORD_VERSION, "id": chat.id, "title": chat.title, "updated_at": chat.updated_at,
               "conversation": json.loads(to_json(chat.conversation)),
               "notes": [[n.after_turn, n.kind, n.text] for n in chat.notes]}
+    if chat.settings:  # absent from a chat never answered: its record (and hash) is as before settings were kept
+        record["settings"] = dict(chat.settings)
     text = json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8", "replace").decode("utf-8")
     return {**json.loads(text), "hash": hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]}
 
@@ -312,7 +332,8 @@ def chat_from_record(record: object) -> SavedChat | None:
         notes = tuple(ChatNote(int(after), kind, str(text)) for after, kind, text in record.get("notes", ())
                       if kind in NOTE_KINDS)
         return SavedChat(chat_id, title_from(str(record.get("title", ""))) or DEFAULT_TITLE,
-                         conversation, notes, float(record.get("updated_at", 0.0)))
+                         conversation, notes, float(record.get("updated_at", 0.0)),
+                         chat_settings(record.get("settings")))
     except (ConversationFormatError, KeyError, TypeError, ValueError) as exc:
         log.warning("skipping a saved chat that cannot be read: %s", exc)
         return None

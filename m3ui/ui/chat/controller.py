@@ -19,7 +19,7 @@ from m3ui.chat_session.page_libraries import PageLibraries
 from m3ui.client import GenerationSettings
 from m3ui.client.early_request import EarlyRequest
 from m3ui.conversation import Conversation, LoopOptions
-from m3ui.conversation.library import ChatLibrary, ChatNote, SavedChat
+from m3ui.conversation.library import CHAT_SETTINGS, ChatLibrary, ChatNote, SavedChat
 from m3ui.legacy_chats import legacy_chats
 from m3ui.live.feed import TICKET
 from m3ui.ui.chat.controls import BUSY_WARNING, clean_text, download_of, session_key, settings_from_form
@@ -88,19 +88,20 @@ class ChatController:
         self._pages = PageLibraries()  # what each page shows: a question's request can go out at the click
 
     def show(self, library: ChatLibrary, busy: bool = False, message: object = None,
-             chatbot: object = None, controls: bool = True) -> tuple[object, ...]:
-        """Values for the view. `controls=False` leaves the busy/idle buttons as they are (a background sync)."""
-        return self.present(library, busy, message, chatbot, controls)[1]
+             chatbot: object = None, controls: bool = True, form: bool = False) -> tuple[object, ...]:
+        """Values for the view. `controls=False` leaves the busy/idle buttons as they are (a background sync);
+        `form=True` sets the settings form to the active chat's (a chat opened, the page loaded)."""
+        return self.present(library, busy, message, chatbot, controls, form)[1]
 
     def present(self, library: ChatLibrary, busy: bool = False, message: object = None,
-                chatbot: object = None, controls: bool = True
+                chatbot: object = None, controls: bool = True, form: bool = False
                 ) -> tuple[ChatLibrary, tuple[object, ...]]:
         """The library once its changes are handed to the browser, and the view's values (see show)."""
-        library, values = self._values(library, busy, message, chatbot, controls)
+        library, values = self._values(library, busy, message, chatbot, controls, form)
         return library, tuple(values[name] for name in SLOTS)
 
     def _values(self, library: ChatLibrary, busy: bool, message: object, chatbot: object,
-                controls: bool) -> tuple[ChatLibrary, dict[str, object]]:
+                controls: bool, form: bool = False) -> tuple[ChatLibrary, dict[str, object]]:
         writes, library = library.outbox()
         if self._server is not None:
             library, writes = self._server.saved(library, writes), []
@@ -128,6 +129,8 @@ class ChatController:
                               value=f"↶ Undo: {library.undo.label}" if library.undo else "↶ Undo"),
             "message_actions": gr.update(visible=False),
             **{name: gr.update(interactive=idle) for name in ("regenerate", "clear", "new_chat", "rename", "delete")},
+            # A chat keeps the settings it was answered with; one never answered leaves the form as it is.
+            **{name: chat.settings[name] if form and name in chat.settings else gr.skip() for name in CHAT_SETTINGS},
         }
         if not controls:
             for name in ("regenerate", "clear", "new_chat", "rename", "delete", "message_actions"):
@@ -147,10 +150,11 @@ class ChatController:
         its live ticket (m3ui.live), so that its questions can be sent early."""
         page = page if isinstance(page, str) and TICKET.fullmatch(page) else ""
         if self._server is not None:
-            return self.show(replace(self._server.load(), page=page))
+            return self.show(replace(self._server.load(), page=page), form=True)
         browser = browser if isinstance(browser, dict) else {}
         unsaved = [] if browser.get("migrated") is True else legacy_chats(legacy)
-        return self.show(replace(ChatLibrary.from_records(browser.get("records"), unsaved=unsaved), page=page))
+        return self.show(replace(ChatLibrary.from_records(browser.get("records"), unsaved=unsaved), page=page),
+                         form=True)
 
     def sync(self, library: ChatLibrary | None, browser: object) -> tuple[object, ...]:
         """Another page changed the browser's chats (or one of ours was saved as a copy): show them all."""
@@ -167,7 +171,7 @@ class ChatController:
 
     def switch(self, library: ChatLibrary | None, chat_id: str | None) -> tuple[object, ...]:
         library = self.owned(library)
-        return self.show(library.switch(chat_id)) if chat_id else unchanged()
+        return self.show(library.switch(chat_id), form=True) if chat_id else unchanged()
 
     def search(self, library: ChatLibrary | None, query: str) -> tuple[object, ...]:
         library = replace(self.owned(library), query=clean_text(query))
@@ -182,7 +186,7 @@ class ChatController:
         if not library.active.conversation.turns:
             gr.Info("This chat is empty: there is nothing to delete.")
             return unchanged()
-        return self.show(library.delete(library.active_id))
+        return self.show(library.delete(library.active_id), form=True)
 
     def clear(self, library: ChatLibrary | None) -> tuple[object, ...]:
         library = self.owned(library)
@@ -309,6 +313,8 @@ class ChatController:
         """The question saved (a reload keeps it), frames of the chatbot alone, and the answer saved. A refused
         `question` (the message box's text) goes back into the box. While the page's live channel is open, the
         frames between the first and the last go there instead (m3ui.live)."""
+        chat = chat.with_settings({**{name: getattr(settings, name) for name in FORM[:5]},
+                                   "keep_reasoning": keep_reasoning})  # the chat opens with them next time
         answer = self._request(chat, settings, keep_reasoning, request.username, early)
         try:
             updates = self._runner.answer(session_key(request), answer)

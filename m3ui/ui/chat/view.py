@@ -167,9 +167,11 @@ def _layout(legacy_key: str | None) -> ChatTabUI:
         with gr.Column(scale=2, min_width=260, elem_classes=["m3-settings"]):
             thinking_mode = thinking_mode_radio()
             with gr.Accordion("Generation settings", open=True):
-                temperature = gr.Slider(0.0, 2.0, value=DEFAULTS.temperature, step=0.05, label="Temperature")
+                temperature = gr.Slider(0.0, 2.0, value=DEFAULTS.temperature, step=0.05, label="Temperature",
+                                        elem_id="m3-temperature")
                 top_p = gr.Slider(0.05, 1.0, value=DEFAULTS.top_p, step=0.01, label="Top-p")
-                max_tokens = gr.Number(DEFAULTS.max_tokens, minimum=1, precision=0, label="Max tokens")
+                max_tokens = gr.Number(DEFAULTS.max_tokens, minimum=1, precision=0, label="Max tokens",
+                                       elem_id="m3-max-tokens")
                 stall_seconds = gr.Number(DEFAULTS.stall_seconds, minimum=MIN_STALL_SECONDS,
                                           maximum=MAX_STALL_SECONDS, label="Stall limit (s)", info=STALL_INFO,
                                           elem_id="m3-stall-seconds")
