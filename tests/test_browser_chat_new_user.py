@@ -6,6 +6,8 @@ another tab."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -97,3 +99,22 @@ def test_each_chat_keeps_its_thinking_mode_and_settings_also_across_a_reload(pag
 def ask_with(page, text: str, thinking: str) -> None:
     send(page, text, thinking=thinking)
     wait_answered(page)
+
+
+def test_a_clicked_message_is_highlighted_and_its_bar_says_the_later_turns_are_replaced(page):
+    ask(page, "Pick me: what is 2 + 2?")
+    ask(page, "Then: what is 3 + 3?")
+    first = page.locator("#m3-chatbot .message-row.user-row").first
+    first.locator(".message").click()
+    bar = page.locator("#m3-message-actions")
+    expect(bar).to_contain_text("Question 1")
+    expect(bar).to_contain_text("replaces its answer and every later question and answer")
+    expect(first).to_have_class(re.compile(r"\bm3-selected\b"))
+    assert first.locator(".message").evaluate("e => getComputedStyle(e).outlineStyle") != "none"
+    assert page.locator("#m3-chatbot .m3-selected").count() == 1  # only the message clicked
+    last = page.locator("#m3-chatbot .message-row.user-row").last
+    last.locator(".message").click()
+    expect(bar).to_contain_text("Question 2")
+    expect(bar).to_contain_text("replaces its answer (Undo")
+    expect(last).to_have_class(re.compile(r"\bm3-selected\b"))
+    assert page.locator("#m3-chatbot .m3-selected").count() == 1

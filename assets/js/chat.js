@@ -4,6 +4,7 @@
 //   Either way nothing any page wrote is lost. A change by another page makes this page merge them in (sync).
 // - exports arrive as text and are handed to the browser as a download (nothing is written on the server);
 // - at phone width the chat list is a drawer;
+// - a clicked message is highlighted while its Retry/Remove bar is shown;
 // - while the pointer is on the chat list, a sync waits: it would reorder the list (newest first), and Gradio's
 //   radio keeps its rows in place and relabels them, so the row under the pointer would turn into another chat
 //   and the person's click would open that one.
@@ -121,6 +122,14 @@
     if (event.key === "Escape") toggleDrawer(false);
   });
 
+  const SELECTED = "m3-selected";
+  document.addEventListener("click", (event) => { // a message clicked: it is the one the bar acts on
+    const row = event.target.closest && event.target.closest("#m3-chatbot .message-row");
+    if (!row || event.target.closest("button, a, textarea")) return;
+    document.querySelectorAll("#m3-chatbot ." + SELECTED).forEach((other) => other.classList.remove(SELECTED));
+    row.classList.add(SELECTED);
+  });
+
   document.addEventListener("click", (event) => { // a chat picked in the drawer, its ✕, or a tap beside it closes it
     const target = event.target.closest ? event.target : null;
     if (!target || target.closest("#m3-chats-toggle")) return;
@@ -128,6 +137,9 @@
   });
 
   setInterval(() => {
+    if (!visible($("#m3-message-actions"))) { // the bar closed: nothing is selected any more
+      document.querySelectorAll("#m3-chatbot ." + SELECTED).forEach((row) => row.classList.remove(SELECTED));
+    }
     if (streaming()) return;
     if (syncWanted && !pointing && $("#m3-chat-sync")) {
       syncWanted = false;
