@@ -11,6 +11,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from m3ui.conversation import AssistantTurn, Conversation
+from m3ui.conversation.library import chat_record, new_chat
 from tests.app_process import running_app
 from tests.browser import chromium_page
 from tests.test_browser_chat import ask, open_chat, send, start_new_chat, wait_answered
@@ -118,3 +120,19 @@ def test_a_clicked_message_is_highlighted_and_its_bar_says_the_later_turns_are_r
     expect(bar).to_contain_text("replaces its answer (Undo")
     expect(last).to_have_class(re.compile(r"\bm3-selected\b"))
     assert page.locator("#m3-chatbot .m3-selected").count() == 1
+
+
+def test_a_tab_opened_empty_shows_a_chat_made_in_another_tab_within_seconds(page, app):
+    second = page.context.new_page()  # opened before there is any chat
+    open_chat(second, app.url)
+    ask(page, "Made elsewhere: what is 5 + 5?")
+    second.locator("#m3-chat-list").get_by_text("Made elsewhere: what is 5 + 5?").wait_for(timeout=3000)
+
+
+def test_a_save_the_browser_did_not_announce_to_the_page_shows_within_seconds(page):
+    """A tab still loading when another one saved got no storage event for it: the page looks for itself."""
+    chat = new_chat().with_conversation(Conversation().ask("Unannounced question").add(AssistantTurn("Its answer.")))
+    # Written by this very page: the browser tells only the other pages of a change, so this one is not told.
+    page.evaluate("record => localStorage.setItem('m3ui-chat:' + record.id, JSON.stringify(record))",
+                  chat_record(chat))
+    page.locator("#m3-chat-list").get_by_text("Unannounced question").wait_for(timeout=3000)

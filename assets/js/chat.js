@@ -1,7 +1,9 @@
 // The Chat tab's page script (m3ui/ui/chat/view.py calls window.m3uiChats):
 // - saved chats: one localStorage key per chat. A record is written only over the version it was made from
 //   (its "base" hash); when another page of this browser changed that chat meanwhile, ours is kept as a copy.
-//   Either way nothing any page wrote is lost. A change by another page makes this page merge them in (sync).
+//   Either way nothing any page wrote is lost. A change by another page makes this page merge them in (sync):
+//   told by the browser's storage event, and, in case that came before this page could take it (a page still
+//   loading), by a look at the stored chats every second.
 // - exports arrive as text and are handed to the browser as a download (nothing is written on the server);
 // - at phone width the chat list is a drawer;
 // - a clicked message is highlighted while its Retry/Remove bar is shown;
@@ -13,6 +15,8 @@
   const MIGRATED = "m3ui-chats-migrated"; // set once chats saved the old way are written as records
   const FULL = "This browser's storage is full: the latest change is not saved. Export the chat, or delete old chats.";
   let moved = {}; // chat id -> id of the copy ours was saved as, for the next sync
+  let seen = null; // the stored chats as this page last read or wrote them (see fingerprint)
+  let lastLook = 0;
   let syncWanted = false;
   let pointing = false; // the pointer is on the chat list
 
@@ -24,7 +28,17 @@
     try { return JSON.parse(localStorage.getItem(PREFIX + id)); } catch (e) { return null; }
   }
 
+  function fingerprint() { // each stored chat's key and size: cheap, and changed by any save
+    const parts = [];
+    for (let i = 0; i < localStorage.length; i++) {
+      const key = localStorage.key(i);
+      if (key && key.startsWith(PREFIX)) parts.push(key + ":" + localStorage.getItem(key).length);
+    }
+    return parts.sort().join("|");
+  }
+
   function read() {
+    seen = fingerprint();
     const records = [];
     for (let i = 0; i < localStorage.length; i++) {
       const key = localStorage.key(i);
@@ -44,7 +58,7 @@
 
   function write(batch) {
     if (!Array.isArray(batch)) return;
-    let merge = false;
+    let merge = fingerprint() !== seen; // another page saved since this one looked: merge that in too
     try {
       for (const { base, ...record } of batch) {
         if (!record || typeof record.id !== "string") continue;
@@ -62,6 +76,7 @@
         }
       }
       if (batch.length) localStorage.setItem(MIGRATED, "1");
+      if (!merge) seen = fingerprint();
       warn("");
     } catch (e) {
       warn(FULL);
@@ -141,6 +156,10 @@
       document.querySelectorAll("#m3-chatbot ." + SELECTED).forEach((row) => row.classList.remove(SELECTED));
     }
     if (streaming()) return;
+    if (!syncWanted && seen !== null && Date.now() - lastLook > 1000) {
+      lastLook = Date.now();
+      if (fingerprint() !== seen) requestSync();
+    }
     if (syncWanted && !pointing && $("#m3-chat-sync")) {
       syncWanted = false;
       $("#m3-chat-sync").click();
