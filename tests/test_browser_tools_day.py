@@ -5,6 +5,7 @@ a reload and exports; a message sent while an answer streams is queued, as in th
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,42 @@ def test_a_tool_chat_survives_a_reload_and_exports(page, app):
         page.click("#m3-tools-export-json")
     turns = json.loads(Path(download.value.path()).read_text())["turns"]
     assert turns[0]["content"] == WEATHER and any(turn.get("role") == "tool" for turn in turns)
+
+
+def last_answer(page) -> str:
+    return page.locator("#m3-tools-chatbot .message-content").last.inner_text()
+
+
+def test_natural_requests_call_the_right_tools_and_get_sensible_answers(page):
+    ask(page, "15% of 240, plus 12")
+    chat = page.locator("#m3-tools-chatbot")
+    expect(chat.locator(".thought-group", has_text="Tool call: calculator")).to_have_count(1)
+    assert "48" in last_answer(page)
+    page.click("#m3-tools-clear")
+    ask(page, "9am in New York, what time in Tokyo?")
+    assert re.search(r"9:00 AM in New York \(E[SD]T\) is \*?\*?1[01]:00 PM", last_answer(page)), last_answer(page)
+    assert chat.locator(".thought-group", has_text="Tool call:").count() == 0  # no clock: the time is given
+    page.click("#m3-tools-clear")
+    ask(page, "Compare the weather in Tokyo and Oslo")
+    expect(chat.locator(".thought-group", has_text="Tool call: get_weather")).to_have_count(2)
+    assert re.search(r"Compared: Tokyo -?[\d.]+ °C, Oslo -?[\d.]+ °C\. \w+ is", last_answer(page)), last_answer(page)
+    page.click("#m3-tools-clear")
+    page.locator("#m3-tools-chatbot").scroll_into_view_if_needed()
+    page.get_by_text("Custom tool (JSON schema + result template)").click()
+    page.click("#m3-add-tool")
+    expect(page.get_by_text("Added `lookup_order`").or_(page.get_by_text("Added lookup_order"))).to_be_visible()
+    ask(page, "Where is my order A-1042?")
+    answer = last_answer(page)
+    assert "lookup_order" in answer and "A-1042" in answer and ".." not in answer, answer
+
+
+def test_a_chat_message_holding_a_markdown_table_is_not_answered_as_arithmetic(page):
+    page.get_by_role("tab", name="Chat").click()
+    box = page.locator("#m3-message textarea")
+    box.fill("Summarize this table:\n\n| Screen | Size |\n|---|---|\n| A | 1920x1080 |\n| B | 10-12 |")
+    box.press("Enter")
+    page.wait_for_function("document.querySelectorAll('#m3-chatbot .message-row.bot-row').length > 0")
+    page.wait_for_selector("#m3-send", state="visible")
+    page.wait_for_selector("#m3-stop", state="hidden")
+    answer = page.locator("#m3-chatbot .message-content").last.inner_text()
+    assert "2073600" not in answer and "-2" not in answer, answer
