@@ -44,11 +44,10 @@ TITLE_CHARS = 40
 RECORD_VERSION = 1
 MAX_CHATS = 1000  # read from one browser; beyond that the oldest are left in storage, unread
 EXPORT_MAX_CHARS = 8_000_000  # an export is built in memory and sent to the page: bounded
-# The generation settings a chat was last answered with (its thinking mode, sampling, limits): name -> the type a
-# stored value must have. They come back with the chat; the UI checks them again before any use.
-CHAT_SETTINGS: dict[str, tuple[type, ...]] = {"thinking_mode": (str,), "temperature": (int, float),
-                                              "top_p": (int, float), "max_tokens": (int,),
-                                              "stall_seconds": (int, float), "keep_reasoning": (bool,)}
+# The generation settings a chat was last answered with (its thinking mode, sampling, limits): name -> the type
+# its value has. They come back with the chat; the UI checks them again before any use.
+CHAT_SETTINGS: dict[str, type] = {"thinking_mode": str, "temperature": float, "top_p": float, "max_tokens": int,
+                                  "stall_seconds": float, "keep_reasoning": bool}
 # Ids come back from the browser and name localStorage keys: a plain token, never a path or markup.
 CHAT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -168,11 +167,19 @@ def _plain_math(match: re.Match[str]) -> str:
 
 
 def chat_settings(values: object) -> dict[str, object]:
-    """The known settings of `values` with a value of their type (booleans are not numbers here)."""
+    """The known settings of `values`, each as its type. A number comes back from the browser as JavaScript wrote
+    it (1.0 as 1): it is made a float again, or the chat's record would hash differently each time it is read."""
     if not isinstance(values, Mapping):
         return {}
-    return {name: values[name] for name, types in CHAT_SETTINGS.items() if name in values
-            and isinstance(values[name], types) and (bool not in types) == (not isinstance(values[name], bool))}
+    settings: dict[str, object] = {}
+    for name, kind in CHAT_SETTINGS.items():
+        value = values.get(name)
+        if kind in (str, bool) and isinstance(value, kind):
+            settings[name] = value
+        elif kind in (int, float) and isinstance(value, int | float) and not isinstance(value, bool) \
+                and (kind is float or float(value).is_integer()):
+            settings[name] = kind(value)
+    return settings
 
 
 def title_from(text: str) -> str:
