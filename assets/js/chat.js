@@ -58,7 +58,8 @@
 
   function write(batch) {
     if (!Array.isArray(batch)) return;
-    let merge = fingerprint() !== seen; // another page saved since this one looked: merge that in too
+    const current = fingerprint() === seen; // no other page saved since this one looked
+    let merge = false;
     try {
       for (const { base, ...record } of batch) {
         if (!record || typeof record.id !== "string") continue;
@@ -76,7 +77,7 @@
         }
       }
       if (batch.length) localStorage.setItem(MIGRATED, "1");
-      if (!merge) seen = fingerprint();
+      if (current && !merge) seen = fingerprint(); // else the next look finds the other page's save
       warn("");
     } catch (e) {
       warn(FULL);
