@@ -139,11 +139,18 @@
   });
 
   const SELECTED = "m3-selected";
+  const ROWS = "#m3-chatbot .message-row";
+  let selected = -1; // which message row was clicked (the chat box may redraw its rows meanwhile)
+  let selectedAt = 0;
+  function highlight() {
+    document.querySelectorAll(ROWS).forEach((row, i) => row.classList.toggle(SELECTED, i === selected));
+  }
   document.addEventListener("click", (event) => { // a message clicked: it is the one the bar acts on
-    const row = event.target.closest && event.target.closest("#m3-chatbot .message-row");
+    const row = event.target.closest && event.target.closest(ROWS);
     if (!row || event.target.closest("button, a, textarea")) return;
-    document.querySelectorAll("#m3-chatbot ." + SELECTED).forEach((other) => other.classList.remove(SELECTED));
-    row.classList.add(SELECTED);
+    selected = [...document.querySelectorAll(ROWS)].indexOf(row);
+    selectedAt = Date.now();
+    highlight();
   });
 
   document.addEventListener("click", (event) => { // a chat picked in the drawer, its ✕, or a tap beside it closes it
@@ -153,9 +160,9 @@
   });
 
   setInterval(() => {
-    if (!visible($("#m3-message-actions"))) { // the bar closed: nothing is selected any more
-      document.querySelectorAll("#m3-chatbot ." + SELECTED).forEach((row) => row.classList.remove(SELECTED));
-    }
+    // The bar closed (or never opened: a click on an answer being written): nothing is selected any more.
+    if (!visible($("#m3-message-actions")) && Date.now() - selectedAt > 2000) selected = -1;
+    highlight();
     if (streaming()) return;
     if (!syncWanted && seen !== null && Date.now() - lastLook > 1000) {
       lastLook = Date.now();

@@ -213,7 +213,7 @@ class ChatController:
             return None, gr.update(visible=False), gr.skip()
         later = chat.conversation.last_user_index() > turn
         replaced = "its answer and every later question and answer" if later else "its answer"
-        return turn, gr.update(visible=True), (f"**Question {ordinal + 1}** selected: Retry answers it again and "
+        return turn, gr.update(visible=True), (f"**Question {ordinal + 1}** selected. Retry answers it again and "
                                               f"replaces {replaced} (Undo brings them back).")
 
     def delete_exchange(self, library: ChatLibrary | None, turn: int | None) -> tuple[object, ...]:
