@@ -136,3 +136,26 @@ def test_a_save_the_browser_did_not_announce_to_the_page_shows_within_seconds(pa
     page.evaluate("record => localStorage.setItem('m3ui-chat:' + record.id, JSON.stringify(record))",
                   chat_record(chat))
     page.locator("#m3-chat-list").get_by_text("Unannounced question").wait_for(timeout=3000)
+
+
+def test_keyboard_shortcuts_and_their_help_sheet(page):
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    ask(page, "Shortcut: what is 6 * 7?")
+    page.locator("#m3-chatbot").click(position={"x": 5, "y": 5})  # out of the message box: ? is not typed
+    page.keyboard.press("?")
+    help_sheet = page.locator("#m3-shortcuts")
+    expect(help_sheet).to_be_visible()
+    expect(help_sheet).to_contain_text("Copy the last answer")
+    page.keyboard.press("Escape")
+    expect(help_sheet).to_be_hidden()
+    page.keyboard.press("Control+Shift+C")
+    expect(page.locator("#m3-shortcut-note")).to_contain_text("Copied the last answer")
+    assert page.evaluate("navigator.clipboard.readText()").startswith("42")
+    page.keyboard.press("Control+Shift+S")
+    expect(page.locator("#m3-chat-list")).to_be_hidden()
+    page.keyboard.press("Control+Shift+S")
+    expect(page.locator("#m3-chat-list")).to_be_visible()
+    page.keyboard.press("Control+Shift+O")
+    page.wait_for_function("document.querySelectorAll('#m3-chatbot .message-row.user-row').length === 0")
+    page.keyboard.press("Shift+Escape")
+    assert page.evaluate("document.activeElement === document.querySelector('#m3-message textarea')")

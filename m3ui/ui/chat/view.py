@@ -31,7 +31,8 @@ PLACEHOLDER = ("**Chat with MiniMax-M3**\n\nPick a thinking mode under *Thinking
                "streams into a block that folds away when the answer starts; each answer shows its timing and token "
                "counts.")
 HINT = ("✎ on a question edits it and sends it again: the answers after it are replaced (Undo brings them back). "
-        "Click a message to retry or remove it. Esc stops an answer; Enter while one streams queues your message.")
+        "Click a message to retry or remove it. Esc stops an answer; Enter while one streams queues your message. "
+        "? lists the keyboard shortcuts.")
 KEEP_REASONING_INFO = "Off: earlier answers' reasoning is not sent back (M3's recommended default; saves context)."
 STALL_INFO = "Give up on an answer when the engine sends nothing for this long."
 # Inline $…$ as well as display $$…$$ and the LaTeX brackets models also write.
