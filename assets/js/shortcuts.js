@@ -8,7 +8,7 @@
     ["Ctrl/⌘ + Shift + C", "Copy the last answer"],
     ["Ctrl/⌘ + Shift + S", "Show or hide the chat list"],
     ["Esc", "Stop the answer being written"],
-    ["Enter while an answer is written", "Queue your message"],
+    ["Enter", "While an answer is written: queue your message"],
     ["?", "This list"],
   ];
   const $ = (selector) => document.querySelector(selector);
