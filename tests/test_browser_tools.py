@@ -112,16 +112,24 @@ def test_the_stall_limit_is_a_visible_setting_and_a_bad_one_is_refused_before_se
     assert WEATHER not in page.inner_text("#m3-tools-chatbot")
 
 
-def test_while_an_answer_runs_the_message_box_is_visibly_closed_and_reopens_after(page):
+def test_while_an_answer_runs_enter_queues_the_message_and_sends_it_after(page):
     page.check("#m3-require-approval input")  # the answer waits for an approval: it runs as long as we like
     ask_only(page, WEATHER)
     page.wait_for_selector("#m3-approval", state="visible")
     box = page.locator("#m3-tools-message textarea")
-    expect(box).to_be_disabled()
-    assert box.get_attribute("placeholder") == "An answer is running: wait for it, or press Stop"
-    page.click("#m3-tools-stop")
+    expect(box).to_be_enabled()  # open, as in the Chat tab
+    assert box.get_attribute("placeholder").startswith("An answer is running: Enter queues your message")
+    box.fill("What is 6 * 7?")
+    box.press("Enter")
+    expect(page.locator("#m3-tools-queued")).to_contain_text("Queued")
+    assert box.input_value() == "What is 6 * 7?"  # kept, not swallowed
+    page.uncheck("#m3-require-approval input")  # the queued question's calculator call runs at once
+    page.click("#m3-approve")
+    chat = page.locator("#m3-tools-chatbot")
+    expect(chat.locator(".message-row.user-row", has_text="What is 6 * 7?")).to_be_visible()
     wait_answered(page)
-    expect(box).to_be_enabled()
+    expect(chat.locator(".message-content").last).to_contain_text("42")
+    expect(page.locator("#m3-tools-queued")).to_be_hidden()
     assert box.get_attribute("placeholder").startswith("Ask something a tool can answer")
 
 

@@ -138,7 +138,7 @@ def test_streaming_listeners_have_no_concurrency_limit_of_one(tmp_path):
     try:
         with gr.Blocks() as demo:
             chat_ui = build_chat_tab(services, demo)
-            build_tools_tab(services)
+            build_tools_tab(services, demo)
     finally:
         services.close()
     streaming = [fn for fn in demo.fns.values() if fn.fn is not None and getattr(fn.fn, "__name__", "") in

@@ -15,7 +15,10 @@ from m3ui.conversation.library import (
     EXPORT_MAX_CHARS,
     ChatLibrary,
     ChatNote,
+    chat_from_record,
+    chat_record,
     export_documents,
+    new_chat,
     title_from,
 )
 from m3ui.tools import ToolResult
@@ -151,6 +154,14 @@ def test_titles_are_short_plain_text():
     assert len(title_from("word " * 40)) == 40
 
 
+def test_titles_give_math_as_text_and_leave_prices_and_table_rules_out():
+    assert title_from("**Solve** $\\frac{1}{2} + x^2$ please") == "Solve 1/2 + x^2 please"
+    assert title_from("What is \\(\\sqrt{2}\\)?") == "What is √(2) ?"
+    assert title_from("$$\\int_0^1 x\\,dx$$ = ?") == "∫_0^1 x dx = ?"
+    assert title_from("It costs $5 and $10") == "It costs $5 and $10"  # money, not math
+    assert title_from("| a | b |\n|---|:--:|\n| 1 | 2 |") == "a b 1 2"
+
+
 def test_search_matches_titles_and_text_case_insensitively():
     library = ChatLibrary.fresh()
     library = library.put(answered_chat(library, "Trip to Oslo"))
@@ -183,3 +194,18 @@ def test_delete_clear_and_edits_can_be_undone():
     assert library.active == chat and library.undo is None
     library = library.put_undoable(chat.cleared(), "cleared")
     assert library.active.conversation.turns == () and library.undone().active == chat
+
+
+def test_a_chats_settings_come_back_from_the_browser_with_the_same_record_hash():
+    chat = new_chat().with_conversation(Conversation().ask("hi")).with_settings(
+        {"thinking_mode": "enabled", "temperature": 1.0, "top_p": 0.95, "max_tokens": 4096, "stall_seconds": 60.0,
+         "keep_reasoning": False, "unknown": 1})
+    record = chat_record(chat)
+    # JavaScript writes 1.0 as 1: the record read back must hash the same, or every read would look like a change
+    as_stored = json.loads(json.dumps(record).replace(": 1.0,", ": 1,").replace(": 60.0,", ": 60,"))
+    assert as_stored["settings"]["temperature"] == 1 and isinstance(as_stored["settings"]["temperature"], int)
+    back = chat_from_record(as_stored)
+    assert back is not None and chat_record(back)["hash"] == record["hash"]
+    assert back.settings == {"thinking_mode": "enabled", "temperature": 1.0, "top_p": 0.95, "max_tokens": 4096,
+                             "stall_seconds": 60.0, "keep_reasoning": False}
+    assert chat_from_record({**record, "settings": {"max_tokens": 1.5, "temperature": True}}).settings == {}

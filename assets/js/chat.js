@@ -1,10 +1,12 @@
 // The Chat tab's page script (m3ui/ui/chat/view.py calls window.m3uiChats):
 // - saved chats: one localStorage key per chat. A record is written only over the version it was made from
 //   (its "base" hash); when another page of this browser changed that chat meanwhile, ours is kept as a copy.
-//   Either way nothing any page wrote is lost. A change by another page makes this page merge them in (sync).
+//   Either way nothing any page wrote is lost. A change by another page makes this page merge them in (sync):
+//   told by the browser's storage event, and, in case that came before this page could take it (a page still
+//   loading), by a look at the stored chats every second.
 // - exports arrive as text and are handed to the browser as a download (nothing is written on the server);
-// - Esc stops a streaming answer; Enter while one streams queues the message visibly and sends it after;
 // - at phone width the chat list is a drawer;
+// - a clicked message is highlighted while its Retry/Remove bar is shown;
 // - while the pointer is on the chat list, a sync waits: it would reorder the list (newest first), and Gradio's
 //   radio keeps its rows in place and relabels them, so the row under the pointer would turn into another chat
 //   and the person's click would open that one.
@@ -13,9 +15,10 @@
   const MIGRATED = "m3ui-chats-migrated"; // set once chats saved the old way are written as records
   const FULL = "This browser's storage is full: the latest change is not saved. Export the chat, or delete old chats.";
   let moved = {}; // chat id -> id of the copy ours was saved as, for the next sync
+  let seen = null; // the stored chats as this page last read or wrote them (see fingerprint)
+  let lastLook = 0;
   let syncWanted = false;
   let pointing = false; // the pointer is on the chat list
-  let queued = false;
 
   const $ = (selector) => document.querySelector(selector);
   const visible = (element) => !!element && element.offsetParent !== null;
@@ -25,7 +28,17 @@
     try { return JSON.parse(localStorage.getItem(PREFIX + id)); } catch (e) { return null; }
   }
 
+  function fingerprint() { // each stored chat's key and size: cheap, and changed by any save
+    const parts = [];
+    for (let i = 0; i < localStorage.length; i++) {
+      const key = localStorage.key(i);
+      if (key && key.startsWith(PREFIX)) parts.push(key + ":" + localStorage.getItem(key).length);
+    }
+    return parts.sort().join("|");
+  }
+
   function read() {
+    seen = fingerprint();
     const records = [];
     for (let i = 0; i < localStorage.length; i++) {
       const key = localStorage.key(i);
@@ -45,6 +58,7 @@
 
   function write(batch) {
     if (!Array.isArray(batch)) return;
+    const current = fingerprint() === seen; // no other page saved since this one looked
     let merge = false;
     try {
       for (const { base, ...record } of batch) {
@@ -63,6 +77,7 @@
         }
       }
       if (batch.length) localStorage.setItem(MIGRATED, "1");
+      if (current && !merge) seen = fingerprint(); // else the next look finds the other page's save
       warn("");
     } catch (e) {
       warn(FULL);
@@ -104,22 +119,15 @@
 
   function toggleDrawer(open) {
     const sidebar = $("#m3-sidebar");
-    if (sidebar) sidebar.classList.toggle("m3-open", open);
-  }
-
-  function showQueued(on) {
-    queued = on;
-    const composer = $("#m3-message") && $("#m3-message").closest(".m3-composer");
-    if (!composer) return;
-    let note = $("#m3-queued");
-    if (!note) {
-      note = document.createElement("div");
-      note.id = "m3-queued";
-      note.className = "m3-queued";
-      note.textContent = "Queued: your message is sent when this answer ends (Esc stops the answer).";
-      composer.after(note);
+    if (!sidebar) return;
+    const shown = sidebar.classList.toggle("m3-open", open);
+    let backdrop = $("#m3-drawer-backdrop");
+    if (!backdrop && shown) {
+      backdrop = document.createElement("div");
+      backdrop.id = "m3-drawer-backdrop";
+      document.body.appendChild(backdrop);
     }
-    note.hidden = !on;
+    if (backdrop) backdrop.hidden = !shown;
   }
 
   window.addEventListener("storage", (event) => {
@@ -128,37 +136,41 @@
 
   document.addEventListener("keydown", (event) => {
     if (event.key === "Escape") toggleDrawer(false);
-    if (event.key === "Escape" && streaming()) {
-      event.preventDefault();
-      $("#m3-stop").click();
-      return;
-    }
-    const box = event.target.closest && event.target.closest("#m3-message");
-    if (event.key !== "Enter" || event.shiftKey || event.isComposing || !box || !streaming()) return;
-    event.preventDefault(); // capture phase: Gradio's own Enter handler never sees it
-    event.stopImmediatePropagation();
-    if (event.target.value.trim()) showQueued(true);
-  }, true);
-
-  document.addEventListener("click", (event) => { // a chat picked in the drawer, or a tap beside it, closes it
-    const target = event.target.closest ? event.target : null;
-    if (!target || target.closest("#m3-chats-toggle")) return;
-    if (target.closest("#m3-chat-list input") || !target.closest("#m3-sidebar")) toggleDrawer(false);
   });
 
-  let lastTry = 0;
+  const SELECTED = "m3-selected";
+  const ROWS = "#m3-chatbot .message-row";
+  let selected = -1; // which message row was clicked (the chat box may redraw its rows meanwhile)
+  let selectedAt = 0;
+  function highlight() {
+    document.querySelectorAll(ROWS).forEach((row, i) => row.classList.toggle(SELECTED, i === selected));
+  }
+  document.addEventListener("click", (event) => { // a message clicked: it is the one the bar acts on
+    const row = event.target.closest && event.target.closest(ROWS);
+    if (!row || event.target.closest("button, a, textarea")) return;
+    selected = [...document.querySelectorAll(ROWS)].indexOf(row);
+    selectedAt = Date.now();
+    highlight();
+  });
+
+  document.addEventListener("click", (event) => { // a chat picked in the drawer, its ✕, or a tap beside it closes it
+    const target = event.target.closest ? event.target : null;
+    if (!target || target.closest("#m3-chats-toggle")) return;
+    if (target.closest("#m3-chat-list input, #m3-chats-close") || !target.closest("#m3-sidebar")) toggleDrawer(false);
+  });
+
   setInterval(() => {
-    const box = $("#m3-message textarea");
-    if (queued && (!box || !box.value.trim())) showQueued(false); // sent (the box empties) or cleared by hand
+    // The bar closed (or never opened: a click on an answer being written): nothing is selected any more.
+    if (!visible($("#m3-message-actions")) && Date.now() - selectedAt > 2000) selected = -1;
+    highlight();
     if (streaming()) return;
+    if (!syncWanted && seen !== null && Date.now() - lastLook > 1000) {
+      lastLook = Date.now();
+      if (fingerprint() !== seen) requestSync();
+    }
     if (syncWanted && !pointing && $("#m3-chat-sync")) {
       syncWanted = false;
       $("#m3-chat-sync").click();
-    }
-    // Gradio ignores a Send while the last answer's event is still closing: try again until it is taken.
-    if (queued && Date.now() - lastTry > 1000) {
-      lastTry = Date.now();
-      $("#m3-send").click();
     }
   }, 300);
 

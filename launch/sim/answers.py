@@ -25,7 +25,9 @@ from launch.sim.arithmetic import (
     worked_steps,
 )
 from launch.sim.m3_text import JsonValue, PlannedCall, Reply
+from launch.sim.time_zones import find_time_conversion
 from launch.sim.tool_intent import ToolSpec, plan_calls
+from launch.sim.weather_comparison import weather_comparison
 
 ToolChoiceMode = Literal["none", "auto", "required", "named"]
 SELF_DESCRIPTION = ("I'm m3ui's simulated engine, a stand-in for MiniMax-M3 on sglang-kt that runs without a "
@@ -120,9 +122,12 @@ def _tool_result_reply(conv: Conversation, results: list[tuple[PlannedCall | Non
     values = _compared_results(comparison, results) if comparison else None
     if comparison and values:
         return _comparison_reply(comparison, values, "The calculator's results are back")
-    lines = [f"{describe_call(call) if call else 'A tool'} returned {_render_result(text)}." for call, text in results]
+    lines = [f"{describe_call(call) if call else 'A tool'} returned {_render_result(text).rstrip('.')}."
+             for call, text in results]
     content = lines[0] if len(lines) == 1 else "Here is what the tools returned:\n" + "\n".join(
         f"- {line}" for line in lines)
+    if compared := weather_comparison(conv.last_user_text, results):
+        content += f"\n\n{compared}"
     reasoning = (f"The tool results are back ({len(results)}). I'll report them as they are, without adding "
                  "anything they don't say.")
     return Reply(reasoning, content, thinks=True)
@@ -194,6 +199,8 @@ def plan_reply(conv: Conversation) -> Reply:
                            required=conv.tool_choice in ("required", "named"))
         if calls:
             return _tool_call_reply(conv, calls)
+    if (conversion := find_time_conversion(text)) is not None:  # a time somewhere else: no tool needed
+        return Reply(*conversion.answer(), thinks=True)
     comparison = find_comparison(text)
     if comparison is not None:
         return _own_comparison_reply(comparison)

@@ -4,7 +4,9 @@ The expression is parsed with `ast` and walked over a whitelist of operators (ne
 operation becomes one step, in evaluation order; a product of two integers shows the distributive split
 (17 × 23 = 17 × 20 + 17 × 3) that a step-by-step answer would. Integers stay exact however large (2^100),
 within a bound on the digits a power may produce. Numbers that only look like sums (a date, a phone number
-such as 555-0100) are not expressions. "Is 17 - 5 greater than 3 * 4?" is a comparison of two expressions.
+such as 555-0100) are not expressions, and neither is anything in a Markdown table (data, not a question).
+Spoken forms count: "15% of 240, plus 12" is 15 / 100 * 240 + 12. "Is 17 - 5 greater than 3 * 4?" is a
+comparison of two expressions.
 """
 
 from __future__ import annotations
@@ -30,6 +32,16 @@ _EXPRESSION = re.compile(
 # 555-010-0100) and numbers with a leading zero after the hyphen (an id such as 12-034).
 _NOT_ARITHMETIC = re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}\b|\(\d{3}\)\s*\d{3}-\d{4}\b|\b\d+(?:-\d+){2,}\b"
                              r"|\b\d{3}-\d{4}\b|\b\d+-0\d+\b")
+# A Markdown table's delimiter row (|---|:--:|): the table's lines are data.
+_TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)+\|?[ \t]*$", re.MULTILINE)
+# Arithmetic said in words, as symbols: a percentage of a number, plus, minus, times, divided by.
+_SPOKEN: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"(\d+(?:\.\d+)?)\s*(?:%|percent)\s+of\s+(?=[(\d])", re.IGNORECASE), r"\1 / 100 * "),
+    (re.compile(r",?\s+plus\s+(?=[(\d])", re.IGNORECASE), " + "),
+    (re.compile(r",?\s+minus\s+(?=[(\d])", re.IGNORECASE), " - "),
+    (re.compile(r"\s+(?:times|multiplied\s+by)\s+(?=[(\d])", re.IGNORECASE), " * "),
+    (re.compile(r"\s+divided\s+by\s+(?=[(\d])", re.IGNORECASE), " / "),
+)
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _TOKEN = re.compile(r"\d+(?:\.\d+)?|\*\*|//|[-+*/%()]")
 _BINARY = ("+", "-", "*", "/", "//", "%", "**")
@@ -81,12 +93,17 @@ def find_expression(text: str) -> str | None:
 
 
 def find_expressions(text: str) -> list[str]:
-    return [_normalize(m.group(0)) for m in _expression_matches(text)]
+    spoken = _blanked(text)
+    for pattern, symbols in _SPOKEN:
+        spoken = pattern.sub(symbols, spoken)
+    return [_normalize(m.group(0)) for m in _EXPRESSION.finditer(spoken)]
 
 
-def _expression_matches(text: str) -> list[re.Match[str]]:
-    blanked = _NOT_ARITHMETIC.sub(lambda m: " " * len(m.group(0)), text)  # same length: spans stay valid
-    return list(_EXPRESSION.finditer(blanked))
+def _blanked(text: str) -> str:
+    """`text` with what only looks like arithmetic blanked out, at the same length (spans stay valid)."""
+    if _TABLE_RULE.search(text):
+        text = "\n".join(" " * len(line) if "|" in line else line for line in text.split("\n"))
+    return _NOT_ARITHMETIC.sub(lambda m: " " * len(m.group(0)), text)
 
 
 @dataclass(frozen=True)
@@ -107,7 +124,7 @@ class Comparison:
 def find_comparison(text: str) -> Comparison | None:
     """Two operands with a relation between them ("is 17 - 5 greater than 3 * 4", "2^10 > 10^3", "7*8 = 56");
     an operand is an expression or a plain number."""
-    blanked = _NOT_ARITHMETIC.sub(lambda m: " " * len(m.group(0)), text)
+    blanked = _blanked(text)
     expressions = list(_EXPRESSION.finditer(blanked))
     inside = [range(m.start(), m.end()) for m in expressions]
     numbers = [m for m in _NUMBER.finditer(blanked) if not any(m.start() in span for span in inside)]

@@ -19,7 +19,7 @@ from typing import Literal
 from launch.sim.arithmetic import find_expressions
 from launch.sim.m3_text import JsonValue, PlannedCall
 from launch.sim.prompt_values import keywords, places
-from launch.sim.time_zones import zone_for
+from launch.sim.time_zones import find_time_conversion, zone_for
 from launch.sim.tool_arguments import Context, fill_arguments
 from launch.sim.tool_values import Schema
 from launch.sim.units import Conversion, find_conversions
@@ -91,7 +91,8 @@ def _stem(word: str) -> str:
 
 
 def _clock_asks(text: str) -> list[Ask]:
-    if not _CLOCK_ASK.search(text):
+    """Asks for the time now; a stated time asked for elsewhere is the model's own sum (find_time_conversion)."""
+    if not _CLOCK_ASK.search(text) or find_time_conversion(text) is not None:
         return []
     named = places(text)
     return [Ask("clock", place, zone=zone_for(place) or place) for place in named] or [Ask("clock", zone="UTC")]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -121,7 +121,7 @@ class ChatRunner:
             raise SessionBusy("an answer is still streaming: stop it first")
         return run.start()
 
-    def answer(self, session: str, request: AnswerRequest) -> Iterator[AnswerUpdate]:
+    def answer(self, session: str, request: AnswerRequest) -> Generator[AnswerUpdate, None, None]:
         """Start an answer and follow it through its phases (see AnswerUpdate); SessionBusy comes from the
         first next(). However the consumer leaves (page closed mid-answer), the run is stopped and the
         session freed."""

@@ -20,6 +20,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, get_args
 
+from pylatexenc.latex2text import LatexNodes2Text
+from pylatexenc.latexwalker import LatexWalkerError
+
 from m3ui.conversation import (
     AssistantTurn,
     Conversation,
@@ -41,6 +44,10 @@ TITLE_CHARS = 40
 RECORD_VERSION = 1
 MAX_CHATS = 1000  # read from one browser; beyond that the oldest are left in storage, unread
 EXPORT_MAX_CHARS = 8_000_000  # an export is built in memory and sent to the page: bounded
+# The generation settings a chat was last answered with (its thinking mode, sampling, limits): name -> the type
+# its value has. They come back with the chat; the UI checks them again before any use.
+CHAT_SETTINGS: dict[str, type] = {"thinking_mode": str, "temperature": float, "top_p": float, "max_tokens": int,
+                                  "stall_seconds": float, "keep_reasoning": bool}
 # Ids come back from the browser and name localStorage keys: a plain token, never a path or markup.
 CHAT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -61,6 +68,11 @@ class SavedChat:
     conversation: Conversation = Conversation()
     notes: tuple[ChatNote, ...] = ()
     updated_at: float = 0.0
+    settings: Mapping[str, object] = field(default_factory=dict)  # see CHAT_SETTINGS; empty: never answered
+
+    def with_settings(self, settings: Mapping[str, object]) -> SavedChat:
+        """The chat with the settings its next answer is asked with (anything not in CHAT_SETTINGS dropped)."""
+        return replace(self, settings=chat_settings(settings))
 
     def with_conversation(self, conversation: Conversation, notes: tuple[ChatNote, ...] | None = None) -> SavedChat:
         """New contents; a chat still called "New chat" takes its first question as title."""
@@ -139,11 +151,42 @@ _FENCED_BLOCK = re.compile(r"(`{3,}|~{3,}).*?(\1|$)", re.DOTALL)
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _EMPHASIS = re.compile(r"(\*\*|__|~~|\*|_)(?=\S)(.+?)(?<=\S)\1")
 _LINE_MARKS = re.compile(r"^\s*(?:#{1,6}|>+|[-+*]|\d+[.)])\s+|`+|\|", re.MULTILINE)
+_TABLE_RULE = re.compile(r"(?<!\S)(?::-+:?|-+:|-{3,})(?!\S)")  # a table's |:--|---| row ("5 - 3" stays)
+# Math as the chat renders it (m3ui/ui/chat/view.py LATEX_DELIMITERS): $$…$$, $…$, \(…\) and \[…\].
+_MATH = re.compile(r"\$\$(.+?)\$\$|\$(?=\S)([^$\n]+?)(?<=\S)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
+_LATEX = LatexNodes2Text(math_mode="text")
+
+
+def _plain_math(match: re.Match[str]) -> str:
+    """A formula as text (\\frac{1}{2} -> 1/2, \\sqrt{2} -> √(2)); left as written if it cannot be read."""
+    source = next(group for group in match.groups() if group is not None)
+    try:
+        return f" {_LATEX.latex_to_text(source)} "
+    except (LatexWalkerError, ValueError, IndexError):
+        return source
+
+
+def chat_settings(values: object) -> dict[str, object]:
+    """The known settings of `values`, each as its type. A number comes back from the browser as JavaScript wrote
+    it (1.0 as 1): it is made a float again, or the chat's record would hash differently each time it is read."""
+    if not isinstance(values, Mapping):
+        return {}
+    settings: dict[str, object] = {}
+    for name, kind in CHAT_SETTINGS.items():
+        value = values.get(name)
+        if kind in (str, bool) and isinstance(value, kind):
+            settings[name] = value
+        elif kind in (int, float) and isinstance(value, int | float) and not isinstance(value, bool) \
+                and (kind is float or float(value).is_integer()):
+            settings[name] = kind(value)
+    return settings
 
 
 def title_from(text: str) -> str:
-    """A short, plain one-line title: code blocks, link targets and Markdown marks dropped ("6*7" stays)."""
-    plain = _LINE_MARKS.sub(" ", _EMPHASIS.sub(r"\2", _LINK.sub(r"\1", _FENCED_BLOCK.sub(" ", text))))
+    """A short, plain one-line title: code blocks, link targets, Markdown marks and table rules dropped, math as
+    text ("6*7" stays)."""
+    text = _MATH.sub(_plain_math, _FENCED_BLOCK.sub(" ", text))
+    plain = _TABLE_RULE.sub(" ", _LINE_MARKS.sub(" ", _EMPHASIS.sub(r"\2", _LINK.sub(r"\1", text))))
     line = " ".join(plain.split())
     return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1].rstrip() + "…"
 
@@ -277,6 +320,8 @@ def chat_record(chat: SavedChat) -> dict[str, object]:
     record = {"v": RECORD_VERSION, "id": chat.id, "title": chat.title, "updated_at": chat.updated_at,
               "conversation": json.loads(to_json(chat.conversation)),
               "notes": [[n.after_turn, n.kind, n.text] for n in chat.notes]}
+    if chat.settings:  # absent from a chat never answered: its record (and hash) is as before settings were kept
+        record["settings"] = dict(chat.settings)
     text = json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8", "replace").decode("utf-8")
     return {**json.loads(text), "hash": hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]}
 
@@ -294,7 +339,8 @@ def chat_from_record(record: object) -> SavedChat | None:
         notes = tuple(ChatNote(int(after), kind, str(text)) for after, kind, text in record.get("notes", ())
                       if kind in NOTE_KINDS)
         return SavedChat(chat_id, title_from(str(record.get("title", ""))) or DEFAULT_TITLE,
-                         conversation, notes, float(record.get("updated_at", 0.0)))
+                         conversation, notes, float(record.get("updated_at", 0.0)),
+                         chat_settings(record.get("settings")))
     except (ConversationFormatError, KeyError, TypeError, ValueError) as exc:
         log.warning("skipping a saved chat that cannot be read: %s", exc)
         return None

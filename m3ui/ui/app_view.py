@@ -59,7 +59,7 @@ def build_main_app(services: AppServices) -> gr.Blocks:
             with gr.Tab("Chat", id="chat"):
                 build_chat_tab(services, demo)
             with gr.Tab("Tools", id="tools"):
-                build_tools_tab(services)
+                build_tools_tab(services, demo)
             with gr.Tab("Monitor", id="monitor") as monitor_tab:
                 build_monitor_tab(services, monitor_tab)
             if services.policy.chat_login:

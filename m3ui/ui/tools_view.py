@@ -1,8 +1,10 @@
 """The Tools tab: the model calls tools and the page shows each call (arguments, status, duration, result)
 while the tool loop runs them and hands the results back, until the final answer or the step limit.
 
-The conversation lives for the page session only (gr.State); custom tools too. With "approve each call" the
-loop pauses on every call until the user clicks Approve or Deny (a separate request that resolves the run).
+The conversation is kept in the browser's storage (one tool chat per browser, with the name of the person it is
+for when there are logins; assets/js/tools.js) and comes back on reload; it exports like a Chat tab chat. Custom
+tools live for the page session only. With "approve each call" the loop pauses on every call until the user
+clicks Approve or Deny (a separate request that resolves the run).
 """
 
 from __future__ import annotations
@@ -32,19 +34,22 @@ from m3ui.chat_session import (
 )
 from m3ui.client import MAX_STALL_SECONDS, MIN_STALL_SECONDS, GenerationSettings
 from m3ui.conversation import LoopOptions
-from m3ui.conversation.export import fenced
-from m3ui.conversation.library import SavedChat, new_chat
+from m3ui.conversation.library import SavedChat, chat_from_record, chat_record, new_chat
 from m3ui.services import AppServices
 from m3ui.tools import CustomToolError, builtin_tools
 from m3ui.ui.chat.controls import (
+    BUSY_WARNING,
+    CHAT_BOX_HEIGHT,
     STREAMING_LISTENER,
     chat_runner,
     clean_text,
+    download_of,
     session_key,
     settings_from_form,
     thinking_mode_radio,
 )
-from m3ui.ui.chat.render import pretty_json, render
+from m3ui.ui.chat.render import render
+from m3ui.ui.chat.view import DOWNLOAD_JS
 
 DEFAULT_OPTIONS = LoopOptions()
 DEFAULT_SETTINGS = GenerationSettings()
@@ -56,10 +61,13 @@ EXAMPLES = [
     "What's the weather in Lisbon, and what is 2**10?",
 ]
 MESSAGE_HINT = "Ask something a tool can answer…  (Enter sends)"
-BUSY_HINT = "An answer is running: wait for it, or press Stop"
+BUSY_HINT = "An answer is running: Enter queues your message (Esc stops the answer)"
 PLACEHOLDER = ("**Tool calling demo**\n\nAsk something a tool can answer (weather, arithmetic, unit conversion, "
                "time, docs search). Each call shows its arguments, status and result; the results go back to "
                "the model, which then answers.")
+# The page script keeps the tool chat in the browser's storage (assets/js/tools.js).
+READ_SAVED_JS = "(saved) => [window.m3uiTools.read()]"
+WRITE_SAVED_JS = "(saved) => { window.m3uiTools.write(saved); }"
 
 
 @dataclass
@@ -76,6 +84,10 @@ class ToolsTabUI:
     approval_text: gr.Markdown
     approve: gr.Button
     deny: gr.Button
+    saved: gr.JSON
+    export_md: gr.Button
+    export_json: gr.Button
+    download: gr.JSON
     tool_picker: gr.CheckboxGroup
     tool_choice: gr.Dropdown
     thinking_mode: gr.Radio
@@ -93,7 +105,7 @@ class ToolsTabUI:
     def view(self) -> list[gr.blocks.Block]:
         """See ToolsController.show."""
         return [self.chat, self.chatbot, self.message, self.send, self.stop, self.regenerate, self.clear,
-                self.approval, self.approval_text]
+                self.approval, self.approval_text, self.saved]
 
     @property
     def settings(self) -> list[gr.components.Component]:
@@ -107,9 +119,9 @@ class ToolsTabUI:
         return [self.tool_picker, self.tool_choice, self.schemas, self.remove_tool]
 
 
-def build_tools_tab(services: AppServices) -> ToolsTabUI:
+def build_tools_tab(services: AppServices, page: gr.Blocks) -> ToolsTabUI:
     ui = _layout()
-    _wire(ui, ToolsController(chat_runner(services)))
+    _wire(ui, ToolsController(chat_runner(services)), page)
     return ui
 
 
@@ -119,13 +131,16 @@ def _layout() -> ToolsTabUI:
     custom_specs = gr.State(())
     with gr.Row(equal_height=False, elem_classes=["m3-tools"]):
         with gr.Column(scale=3, min_width=420):
-            chatbot = gr.Chatbot(height=620, show_label=False, elem_id="m3-tools-chatbot", placeholder=PLACEHOLDER,
-                                 feedback_options=None, buttons=["copy_all"], group_consecutive_messages=False)
-            with gr.Group(visible=False, elem_id="m3-approval", elem_classes=["m3-approval"]) as approval:
-                approval_text = gr.Markdown()
-                with gr.Row():
-                    approve = gr.Button("✓ Approve", variant="primary", size="sm", elem_id="m3-approve")
-                    deny = gr.Button("✗ Deny", variant="stop", size="sm", elem_id="m3-deny")
+            chatbot = gr.Chatbot(height=CHAT_BOX_HEIGHT, show_label=False, elem_id="m3-tools-chatbot",
+                                 placeholder=PLACEHOLDER, feedback_options=None, buttons=["copy_all"],
+                                 group_consecutive_messages=False)
+            # One short bar right under the chat (the call's arguments are in the chat, shown once).
+            with (gr.Group(visible=False, elem_id="m3-approval", elem_classes=["m3-approval"]) as approval,
+                  gr.Row(equal_height=True)):
+                approval_text = gr.Markdown(elem_classes=["m3-approval-text"])
+                approve = gr.Button("✓ Approve", variant="primary", size="sm", min_width=100, scale=0,
+                                    elem_id="m3-approve")
+                deny = gr.Button("✗ Deny", variant="stop", size="sm", min_width=100, scale=0, elem_id="m3-deny")
             with gr.Row(equal_height=True, elem_classes=["m3-composer"]):
                 message = gr.Textbox(placeholder=MESSAGE_HINT, show_label=False, lines=1, max_lines=8, scale=8,
                                      elem_id="m3-tools-message")
@@ -135,6 +150,10 @@ def _layout() -> ToolsTabUI:
             with gr.Row():
                 regenerate = gr.Button("↻ Regenerate", size="sm", elem_id="m3-tools-regenerate")
                 clear = gr.Button("Clear", size="sm", elem_id="m3-tools-clear")
+                export_md = gr.Button("⬇ Markdown", size="sm", elem_id="m3-tools-export-md")
+                export_json = gr.Button("⬇ JSON", size="sm", elem_id="m3-tools-export-json")
+            saved = gr.JSON(None, visible=False)  # the chat as the browser keeps it (tools.js writes it)
+            download = gr.JSON(None, visible=False)  # an export for chat.js to hand to the browser
             gr.Examples(EXAMPLES, [message], label="Try")
         with gr.Column(scale=2, min_width=280, elem_classes=["m3-settings"]):
             tool_picker = gr.CheckboxGroup(names, value=names, label="Tools offered to the model",
@@ -167,11 +186,12 @@ def _layout() -> ToolsTabUI:
                     remove_tool = gr.Dropdown([], label="Remove a custom tool", scale=1, min_width=120)
                 custom_status = gr.Markdown("`$name` in the template is replaced by the argument's value.")
     return ToolsTabUI(chat, custom_specs, chatbot, message, send, stop, regenerate, clear, approval, approval_text,
-                      approve, deny, tool_picker, tool_choice, thinking_mode, require_approval, max_steps, tool_timeout,
-                      stall_seconds, schemas, custom_json, add_tool, remove_tool, custom_status)
+                      approve, deny, saved, export_md, export_json, download, tool_picker, tool_choice, thinking_mode,
+                      require_approval, max_steps, tool_timeout, stall_seconds, schemas, custom_json, add_tool,
+                      remove_tool, custom_status)
 
 
-def _wire(ui: ToolsTabUI, tools: ToolsController) -> None:
+def _wire(ui: ToolsTabUI, tools: ToolsController, page: gr.Blocks) -> None:
     gr.on([ui.message.submit, ui.send.click], tools.send, [ui.message, ui.chat, *ui.settings], ui.view,
           **STREAMING_LISTENER)
     ui.regenerate.click(tools.regenerate, [ui.chat, *ui.settings], ui.view, **STREAMING_LISTENER)
@@ -186,6 +206,12 @@ def _wire(ui: ToolsTabUI, tools: ToolsController) -> None:
                       [ui.custom_specs, *ui.tools, ui.custom_status], queue=False)
     ui.remove_tool.input(tools.remove_tool, [ui.custom_specs, ui.tool_picker, ui.tool_choice, ui.remove_tool],
                          [ui.custom_specs, *ui.tools, ui.custom_status], queue=False)
+    for button, kind in ((ui.export_md, "md"), (ui.export_json, "json")):
+        button.click(lambda chat, kind=kind: download_of(chat, kind), [ui.chat], ui.download, show_progress="hidden"
+                     ).success(None, [ui.download], None, js=DOWNLOAD_JS)
+    ui.saved.change(None, [ui.saved], None, js=WRITE_SAVED_JS)
+    # the saved tool chat comes back when the page (re)loads
+    page.load(tools.load, [ui.saved], [ui.chat, ui.chatbot], js=READ_SAVED_JS, queue=False, show_progress="hidden")
 
 
 def _schemas_json(selected: list[str], specs: tuple[str, ...]) -> str:
@@ -194,14 +220,25 @@ def _schemas_json(selected: list[str], specs: tuple[str, ...]) -> str:
 
 
 def _approval_prompt(call: CallView) -> str:
-    arguments = fenced(pretty_json(call.arguments_json), "json")
     name = call.name.replace("`", "'")  # the name comes from the model: keep it inside its code span
-    return f"**Run `{name}`?** The model wants to call it with:\n\n{arguments}"
+    return f"**Run `{name}`?** With the arguments shown in its call above."
 
 
 # What a handler with nothing to do returns for ToolsTabUI.view: every component stays exactly as it was (a
 # streaming handler that yields nothing blanks them all).
-UNCHANGED: tuple[object, ...] = tuple(gr.skip() for _ in range(9))
+UNCHANGED: tuple[object, ...] = tuple(gr.skip() for _ in range(10))
+
+
+def saved_record(chat: SavedChat, user: str | None) -> dict[str, object]:
+    """The tool chat as its browser keeps it: with whose it is, so that another person signing in on the same
+    browser does not get it back."""
+    return {"user": user or "", "chat": chat_record(chat)}
+
+
+def restored_chat(saved: object, user: str | None) -> SavedChat | None:
+    if not isinstance(saved, dict) or saved.get("user") != (user or ""):
+        return None
+    return chat_from_record(saved.get("chat"))
 
 
 def offered(selected: object) -> list[str]:
@@ -214,16 +251,17 @@ class ToolsController:
         self._runner = runner
 
     def show(self, chat: SavedChat, busy: bool = False, message: object = None,
-             chatbot: list[gr.ChatMessage] | None = None, awaiting: CallView | None = None) -> tuple[object, ...]:
-        """Values for ToolsTabUI.view."""
+             chatbot: list[gr.ChatMessage] | None = None, awaiting: CallView | None = None,
+             user: str | None = None) -> tuple[object, ...]:
+        """Values for ToolsTabUI.view; `chat` is saved in the browser for `user` (None: no logins)."""
         return (chat, render(transcript(chat)) if chatbot is None else chatbot, self._message(busy, message),
                 gr.update(visible=not busy), gr.update(visible=busy), gr.update(interactive=not busy),
-                gr.update(interactive=not busy), *self._approval(awaiting))
+                gr.update(interactive=not busy), *self._approval(awaiting), saved_record(chat, user))
 
     @staticmethod
     def _message(busy: bool, value: object) -> dict[str, object]:
-        """While an answer runs the box is visibly closed: Enter there would otherwise be dropped unseen."""
-        state: dict[str, Any] = {"interactive": not busy, "placeholder": BUSY_HINT if busy else MESSAGE_HINT}
+        """While an answer runs the box stays open: Enter there queues the message (assets/js/composer.js)."""
+        state: dict[str, Any] = {"placeholder": BUSY_HINT if busy else MESSAGE_HINT}
         return gr.update(**state) if value is None else gr.update(value=value, **state)
 
     @staticmethod
@@ -233,7 +271,13 @@ class ToolsController:
         return gr.update(visible=True), _approval_prompt(awaiting)
 
     def frame(self, chatbot: list[gr.ChatMessage], awaiting: CallView | None) -> tuple[object, ...]:
-        return (gr.skip(), chatbot, *(gr.skip() for _ in range(5)), *self._approval(awaiting))
+        return (gr.skip(), chatbot, *(gr.skip() for _ in range(5)), *self._approval(awaiting), gr.skip())
+
+    def load(self, saved: object, request: gr.Request) -> tuple[object, object]:
+        """The page opened: the tool chat its browser kept for this person, if any (untrusted: anything
+        unreadable starts a new chat)."""
+        chat = restored_chat(saved, request.username)
+        return (chat, render(transcript(chat))) if chat is not None else (gr.skip(), gr.skip())
 
     def clear(self, chat: SavedChat, request: gr.Request) -> tuple[object, ...]:
         """The chat's own trash button stays clickable while an answer runs: clearing then would show Send in
@@ -241,7 +285,7 @@ class ToolsController:
         if self._runner.runs.running(session_key(request)):
             gr.Warning("An answer is running: press Stop first, then Clear.")
             return UNCHANGED
-        return self.show(chat.cleared())
+        return self.show(chat.cleared(), user=request.username)
 
     def stop(self, request: gr.Request) -> None:
         self._runner.runs.stop(session_key(request))
@@ -329,13 +373,14 @@ class ToolsController:
         try:
             for update in self._runner.answer(session_key(request), answer):
                 if update.phase == "started":
-                    yield self.show(chat, busy=True, message="", chatbot=saved + render(running=True))
+                    yield self.show(chat, busy=True, message="", chatbot=saved + render(running=True),
+                                    user=request.username)
                 elif update.phase == "streaming":
                     yield self.frame(saved + render(live=update.live, running=True), update.awaiting_approval)
                 elif update.phase == "answered":
                     yield self.frame(render(transcript(update.chat)), None)
                 else:
-                    yield self.show(update.chat, message="")
-        except SessionBusy as exc:
-            gr.Warning(f"An answer is still streaming in this page: {exc}.")
+                    yield self.show(update.chat, user=request.username)  # what was typed meanwhile is kept
+        except SessionBusy:
+            gr.Warning(BUSY_WARNING)
             yield UNCHANGED

@@ -19,10 +19,10 @@ from m3ui.chat_session.page_libraries import PageLibraries
 from m3ui.client import GenerationSettings
 from m3ui.client.early_request import EarlyRequest
 from m3ui.conversation import Conversation, LoopOptions
-from m3ui.conversation.library import ChatLibrary, ChatNote, SavedChat, export_documents
+from m3ui.conversation.library import CHAT_SETTINGS, ChatLibrary, ChatNote, SavedChat
 from m3ui.legacy_chats import legacy_chats
 from m3ui.live.feed import TICKET
-from m3ui.ui.chat.controls import clean_text, session_key, settings_from_form
+from m3ui.ui.chat.controls import BUSY_WARNING, clean_text, download_of, session_key, settings_from_form
 from m3ui.ui.chat.following import Following, answer_frame, live_frame, live_values
 from m3ui.ui.chat.live_view import LivePage
 from m3ui.ui.chat.render import render
@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 
 EMPTY_MESSAGE = "Type a message first."
 FIRST_FRAME_WAIT_S = 0.5  # the longest an answer's first Gradio frame waits for its first text (see _answer)
+LIST_LABEL = "Conversations (newest first)"
 NOTHING_TO_REGENERATE = "Nothing to regenerate yet: send a message first."
 
 
@@ -62,6 +63,15 @@ def _asked(library: ChatLibrary, text: str, system_prompt: str) -> SavedChat:
 FORM = ("thinking_mode", "temperature", "top_p", "max_tokens", "stall_seconds", "keep_reasoning", "system_prompt")
 
 
+def _list_label(query: str, found: bool) -> str:
+    """The chat list's heading: what a search found, or that it found nothing (an empty list alone says nothing)."""
+    query = " ".join(query.split())
+    if not query:
+        return LIST_LABEL
+    shown = query if len(query) <= 40 else query[:39] + "…"
+    return f"Chats matching “{shown}”" if found else f"No chat matches “{shown}”: clear the search to see them all"
+
+
 def _user_ordinal(chat: SavedChat, message_index: int) -> int:
     """Which question (0-based) a message shown at `message_index` belongs to: itself, or the one it answers."""
     shown = render(transcript(chat))[: message_index + 1]
@@ -78,19 +88,21 @@ class ChatController:
         self._pages = PageLibraries()  # what each page shows: a question's request can go out at the click
 
     def show(self, library: ChatLibrary, busy: bool = False, message: object = None,
-             chatbot: object = None, controls: bool = True) -> tuple[object, ...]:
-        """Values for the view. `controls=False` leaves the busy/idle buttons as they are (a background sync)."""
-        return self.present(library, busy, message, chatbot, controls)[1]
+             chatbot: object = None, controls: bool = True, form: bool = False) -> tuple[object, ...]:
+        """Values for the view. `controls=False` leaves the busy/idle buttons as they are (a background sync);
+        `form=True` sets the settings form to the active chat's (a chat opened, the page loaded)."""
+        return self.present(library, busy, message, chatbot, controls, form)[1]
 
     def present(self, library: ChatLibrary, busy: bool = False, message: object = None,
-                chatbot: object = None, controls: bool = True
+                chatbot: object = None, controls: bool = True, form: bool = False
                 ) -> tuple[ChatLibrary, tuple[object, ...]]:
         """The library once its changes are handed to the browser, and the view's values (see show)."""
-        library, values = self._values(library, busy, message, chatbot, controls)
+        library, values = self._values(library, busy, message, chatbot, controls, form)
         return library, tuple(values[name] for name in SLOTS)
 
     def _values(self, library: ChatLibrary, busy: bool, message: object, chatbot: object,
-                controls: bool, answer: bool = False) -> tuple[ChatLibrary, dict[str, object]]:
+                controls: bool, form: bool = False, answer: bool = False
+                ) -> tuple[ChatLibrary, dict[str, object]]:
         """`answer`: the library's changes save an answer, as it streams or once it ended (see ServerLibrary.saved)."""
         writes, library = library.outbox()
         if self._server is not None:
@@ -105,7 +117,7 @@ class ChatController:
             "outbox": writes if writes else gr.skip(),
             "chatbot": render(transcript(chat)) if chatbot is None else chatbot,
             "chat_picker": gr.update(choices=choices, value=chat.id if any(c[1] == chat.id for c in choices)
-                                     else None, interactive=idle),
+                                     else None, interactive=idle, label=_list_label(library.query, bool(choices))),
             "title": chat.title,
             "system_prompt": chat.conversation.system_prompt,
             "message": gr.skip() if message is None else message,
@@ -119,6 +131,8 @@ class ChatController:
                               value=f"↶ Undo: {library.undo.label}" if library.undo else "↶ Undo"),
             "message_actions": gr.update(visible=False),
             **{name: gr.update(interactive=idle) for name in ("regenerate", "clear", "new_chat", "rename", "delete")},
+            # A chat keeps the settings it was answered with; one never answered leaves the form as it is.
+            **{name: chat.settings[name] if form and name in chat.settings else gr.skip() for name in CHAT_SETTINGS},
         }
         if not controls:
             for name in ("regenerate", "clear", "new_chat", "rename", "delete", "message_actions"):
@@ -142,10 +156,11 @@ class ChatController:
         if page and self._live is not None and request is not None and not self._live.bind(page, request):
             page = ""
         if self._server is not None:
-            return self.show(replace(self._server.load(), page=page))
+            return self.show(replace(self._server.load(), page=page), form=True)
         browser = browser if isinstance(browser, dict) else {}
         unsaved = [] if browser.get("migrated") is True else legacy_chats(legacy)
-        return self.show(replace(ChatLibrary.from_records(browser.get("records"), unsaved=unsaved), page=page))
+        return self.show(replace(ChatLibrary.from_records(browser.get("records"), unsaved=unsaved), page=page),
+                         form=True)
 
     def sync(self, library: ChatLibrary | None, browser: object) -> tuple[object, ...]:
         """Another page changed the browser's chats (or one of ours was saved as a copy): show them all."""
@@ -168,7 +183,7 @@ class ChatController:
         if not (isinstance(chat_id, str) and any(chat.id == chat_id for chat in library.chats)):
             raise gr.Error("That chat is not in this page's list (another tab may have deleted it): pick one from "
                            "the list.", print_exception=False)
-        return self.show(library.switch(chat_id))
+        return self.show(library.switch(chat_id), form=True)
 
     def search(self, library: ChatLibrary | None, query: str) -> tuple[object, ...]:
         library = replace(self.owned(library), query=clean_text(query))
@@ -183,7 +198,7 @@ class ChatController:
         if not library.active.conversation.turns:
             gr.Info("This chat is empty: there is nothing to delete.")
             return unchanged()
-        return self.show(library.delete(library.active_id))
+        return self.show(library.delete(library.active_id), form=True)
 
     def clear(self, library: ChatLibrary | None) -> tuple[object, ...]:
         library = self.owned(library)
@@ -197,13 +212,7 @@ class ChatController:
 
     def export(self, library: ChatLibrary | None, kind: str) -> dict[str, str]:
         """The active chat as a document for the page to download (nothing is written on the server)."""
-        chat = self.owned(library).active
-        if not chat.conversation.turns:
-            raise gr.Error("This chat is empty: there is nothing to export.")
-        try:
-            return {**export_documents(chat)[kind], "kind": kind}
-        except ValueError as exc:
-            raise gr.Error(str(exc), title="Export refused") from exc
+        return download_of(self.owned(library).active, kind)
 
     # --- one message: select, edit and resend, retry from it, delete it
 
@@ -214,11 +223,14 @@ class ChatController:
         turn = chat.user_turn_index(ordinal)
         if turn is None:
             return None, gr.update(visible=False), gr.skip()
-        return turn, gr.update(visible=True), f"**Question {ordinal + 1}** selected:"
+        later = chat.conversation.last_user_index() > turn
+        replaced = "its answer and every later question and answer" if later else "its answer"
+        return turn, gr.update(visible=True), (f"**Question {ordinal + 1}** selected. Retry answers it again and "
+                                              f"replaces {replaced} (Undo brings them back).")
 
     def delete_exchange(self, library: ChatLibrary | None, turn: int | None) -> tuple[object, ...]:
         library = self.owned(library)
-        if not library.active.is_question(turn):
+        if turn is None or not library.active.is_question(turn):
             return unchanged()
         return self.show(library.put_undoable(library.active.without_exchange(turn), "removed a question"))
 
@@ -303,7 +315,7 @@ class ChatController:
         settings = settings_from_form(thinking_mode, temperature, top_p, max_tokens, stall_seconds=stall_seconds)
         library = self.owned(library)
         chat = library.active
-        if not chat.is_question(turn):
+        if turn is None or not chat.is_question(turn):
             yield live_frame(gr.skip())
             return
         library = library.put_undoable(chat, "retried a question (the old answers)")
@@ -316,19 +328,21 @@ class ChatController:
         """The question saved (a reload keeps it), frames of the chatbot alone, and the answer saved. A refused
         `question` (the message box's text) goes back into the box. While the page's live channel is open, the
         frames between the first and the last go there instead (m3ui.live)."""
+        chat = chat.with_settings({**{name: getattr(settings, name) for name in FORM[:5]},
+                                   "keep_reasoning": keep_reasoning})  # the chat opens with them next time
         answer = self._request(chat, settings, keep_reasoning, request.username, early)
         try:
             updates = self._runner.answer(session_key(request), answer)
-            first = next(updates)
-        except SessionBusy as exc:
-            gr.Warning(f"An answer is still streaming in this page: {exc}.")
+            opening = next(updates)
+        except SessionBusy:
+            gr.Warning(BUSY_WARNING)
             yield live_frame(gr.skip(), Following(library, message=question))
             return
         except Exception as exc:  # a bug in one turn must not leave the page stuck in "busy"
             yield from self._settled(library, _failed(chat, exc))
             return
-        if first.done:  # the engine is not ready: the question is saved with a note
-            yield from self._settled(library, first.chat)
+        if opening.done:  # the engine is not ready: the question is saved with a note
+            yield from self._settled(library, opening.chat)
             return
         saved = render(transcript(chat))  # rendered once: only the live answer changes while it streams
         # The page's channel gets the question too (the last message saved): the page shows the answer as soon as
@@ -351,7 +365,8 @@ class ChatController:
                     shown = channel is not None and channel.show(asked, saved[asked:] + live)
                     if update.so_far is not None and first is None:  # saved as it grows: a killed app keeps it
                         following.library, values = self._values(following.library.put(update.so_far), True, None,
-                                                                 gr.skip() if shown else saved + live, False, True)
+                                                                 gr.skip() if shown else saved + live, False,
+                                                                 answer=True)
                         yield live_values(values)
                         continue
                     if first is not None and (not shown or time.monotonic() >= due):
@@ -365,12 +380,12 @@ class ChatController:
                 if first is not None:
                     yield first
                     first = None
-                shown = render(transcript(update.chat))  # answered (its hit rate looked up next), or done
-                sent = channel is not None and channel.show(0, shown)
+                whole = render(transcript(update.chat))  # answered (its hit rate looked up next), or done
+                sent = channel is not None and channel.show(0, whole)
                 if update.done:  # the last frame goes both ways: whichever comes last, the page shows it
-                    yield self._ended(following, update.chat, shown)
+                    yield self._ended(following, update.chat, whole)
                 elif not sent:
-                    yield answer_frame(shown)
+                    yield answer_frame(whole)
         except Exception as exc:  # a bug in one turn must not leave the page stuck in "busy"
             if first is not None:
                 yield first

@@ -12,9 +12,15 @@ from m3ui.accounts.meter import AnswerMeter
 from m3ui.chat_session import AnswerHitRate, ChatRunner
 from m3ui.chat_session.worker_lost import answer_failure
 from m3ui.client import THINKING_MODES, EndpointConfig, GenerationSettings, SettingsError, validate_thinking_mode
+from m3ui.conversation.library import SavedChat, export_documents
 from m3ui.engine_link import EngineLink
 from m3ui.services import AppServices
 
+# Both chat boxes follow the window's height (up to 620 px), so the composer below them, and the Tools tab's
+# Approve/Deny bar, stay on screen on a laptop; phone.css sets the phone's own height.
+CHAT_BOX_HEIGHT = "clamp(320px, calc(100dvh - 340px), 620px)"
+# Said once when a page asks for a second answer while one streams (the runner's reason would repeat it).
+BUSY_WARNING = "An answer is still streaming in this page: stop it first (■ Stop or Esc)."
 THINKING_MODE_INFO = ("Adaptive: the model decides whether to think. Enabled: it always thinks first. "
                       "Disabled: it answers directly.")
 
@@ -60,6 +66,17 @@ def _whole(value: float) -> int:
     if float(value) != int(value):
         raise SettingsError(f"max_tokens must be a whole number; got {value}")
     return int(value)
+
+
+def download_of(chat: SavedChat, kind: str) -> dict[str, str]:
+    """`chat` as a document of `kind` ("md" or "json") for the page to download (nothing is written on the
+    server), or gr.Error that says why not."""
+    if not chat.conversation.turns:
+        raise gr.Error("This chat is empty: there is nothing to export.")
+    try:
+        return {**export_documents(chat)[kind], "kind": kind}
+    except ValueError as exc:
+        raise gr.Error(str(exc), title="Export refused") from exc
 
 
 def session_key(request: gr.Request | None) -> str:

@@ -20,17 +20,19 @@ from m3ui.client.settings import GREEDY_TEMPERATURE, MAX_STALL_SECONDS, MIN_STAL
 from m3ui.legacy_chats import LEGACY_STORAGE_KEY, legacy_secret
 from m3ui.services import AppServices
 from m3ui.ui.chat.browser_import import build_import_offer
-from m3ui.ui.chat.controller import FORM, ChatController
-from m3ui.ui.chat.controls import STREAMING_LISTENER, chat_runner, thinking_mode_radio
+from m3ui.ui.chat.controller import FORM, LIST_LABEL, ChatController
+from m3ui.ui.chat.controls import CHAT_BOX_HEIGHT, STREAMING_LISTENER, chat_runner, thinking_mode_radio
 from m3ui.ui.chat.following import LIVE_SLOTS
 from m3ui.ui.chat.live_view import OPEN_JS, LivePage, LiveSlots, build_live_slots
 from m3ui.ui.chat.server_library import ServerLibrary
 from m3ui.ui.chat.view_slots import SLOTS
 
-PLACEHOLDER = ("**Chat with MiniMax-M3**\n\nPick a thinking mode on the right. The reasoning streams into a block "
-               "that folds away when the answer starts; each answer shows its timing and token counts.")
+PLACEHOLDER = ("**Chat with MiniMax-M3**\n\nPick a thinking mode under *Thinking mode* in the settings. The reasoning "
+               "streams into a block that folds away when the answer starts; each answer shows its timing and token "
+               "counts.")
 HINT = ("✎ on a question edits it and sends it again: the answers after it are replaced (Undo brings them back). "
-        "Click a message to retry or remove it. Esc stops an answer; Enter while one streams queues your message.")
+        "Click a message to retry or remove it. Esc stops an answer; Enter while one streams queues your message. "
+        "? lists the keyboard shortcuts.")
 KEEP_REASONING_INFO = "Off: earlier answers' reasoning is not sent back (M3's recommended default; saves context)."
 STALL_INFO = "Give up on an answer when the engine sends nothing for this long."
 # Inline $…$ as well as display $$…$$ and the LaTeX brackets models also write.
@@ -131,6 +133,7 @@ def _layout(legacy_key: str | None) -> ChatTabUI:
     sync = gr.Button("sync", visible="hidden", elem_id="m3-chat-sync")  # clicked by chat.js
     with gr.Row(equal_height=False, elem_classes=["m3-chat"]):
         with gr.Column(scale=1, min_width=230, elem_classes=["m3-sidebar"], elem_id="m3-sidebar"):
+            gr.Button("✕ Close", size="sm", elem_id="m3-chats-close")  # the phone's drawer (chat.js closes it)
             new_chat = gr.Button("+ New chat", size="sm", elem_id="m3-new-chat")
             search = gr.Textbox(placeholder="Search chats (titles and text)", show_label=False, max_lines=1,
                                 elem_id="m3-chat-search")
@@ -142,12 +145,12 @@ def _layout(legacy_key: str | None) -> ChatTabUI:
                 export_md = gr.Button("⬇ Markdown", size="sm", min_width=60, elem_id="m3-export-md")
                 export_json = gr.Button("⬇ JSON", size="sm", min_width=60, elem_id="m3-export-json")
             undo = gr.Button("↶ Undo", size="sm", visible=False, variant="secondary", elem_id="m3-undo")
-            chat_picker = gr.Radio([], label="Conversations (newest first)", elem_id="m3-chat-list")
+            chat_picker = gr.Radio([], label=LIST_LABEL, elem_id="m3-chat-list")
         with gr.Column(scale=4, min_width=320, elem_classes=["m3-chat-main"]):
             drawer = gr.Button("☰ Chats", size="sm", elem_id="m3-chats-toggle")
-            chatbot = gr.Chatbot(height=620, show_label=False, elem_id="m3-chatbot", placeholder=PLACEHOLDER,
-                                 feedback_options=None, buttons=["copy", "copy_all"], group_consecutive_messages=False,
-                                 editable="user", latex_delimiters=LATEX_DELIMITERS)
+            chatbot = gr.Chatbot(height=CHAT_BOX_HEIGHT, show_label=False, elem_id="m3-chatbot",
+                                 placeholder=PLACEHOLDER, feedback_options=None, buttons=["copy", "copy_all"],
+                                 group_consecutive_messages=False, editable="user", latex_delimiters=LATEX_DELIMITERS)
             selected = gr.State(None)  # the turn index of the question a click on a message picked
             with gr.Row(visible=False, equal_height=True, elem_id="m3-message-actions") as message_actions:
                 selected_label = gr.Markdown("")
@@ -167,9 +170,11 @@ def _layout(legacy_key: str | None) -> ChatTabUI:
         with gr.Column(scale=2, min_width=260, elem_classes=["m3-settings"]):
             thinking_mode = thinking_mode_radio()
             with gr.Accordion("Generation settings", open=True):
-                temperature = gr.Slider(0.0, 2.0, value=DEFAULTS.temperature, step=0.05, label="Temperature")
+                temperature = gr.Slider(0.0, 2.0, value=DEFAULTS.temperature, step=0.05, label="Temperature",
+                                        elem_id="m3-temperature")
                 top_p = gr.Slider(0.05, 1.0, value=DEFAULTS.top_p, step=0.01, label="Top-p")
-                max_tokens = gr.Number(DEFAULTS.max_tokens, minimum=1, precision=0, label="Max tokens")
+                max_tokens = gr.Number(DEFAULTS.max_tokens, minimum=1, precision=0, label="Max tokens",
+                                       elem_id="m3-max-tokens")
                 stall_seconds = gr.Number(DEFAULTS.stall_seconds, minimum=MIN_STALL_SECONDS,
                                           maximum=MAX_STALL_SECONDS, label="Stall limit (s)", info=STALL_INFO,
                                           elem_id="m3-stall-seconds")
