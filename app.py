@@ -62,6 +62,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="a login lasts this long, then asks again (default %(default)s)")
     p.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR, help=f"profiles, runs and logs "
                    f"(default {DEFAULT_DATA_DIR})")
+    p.add_argument("--gateway-key-file", type=Path, metavar="FILE",
+                   help="turn the API gateway (/v1/...) on without accounts: the one key it takes, first line of "
+                   "FILE (mode 600)")
     args = p.parse_args(argv)
     if args.engine == "sglang" and not args.profile:
         p.error("--engine sglang needs --profile FILE (save one in the admin panel or with `python -m launch`)")
@@ -93,6 +96,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     elif args.admin_password:
         args.password_warning = ("--admin-password is visible to every user of this machine (ps): use "
                                  f"--admin-password-file or {ADMIN_PASSWORD_ENV}")
+    args.gateway_key = None
+    if args.gateway_key_file:
+        try:
+            args.gateway_key, loose = read_secret_file(args.gateway_key_file)
+        except SecretFileError as exc:
+            p.error(f"--gateway-key-file: {exc}")
+        if loose:  # a key others can read is no key
+            p.error(f"--gateway-key-file: {loose}")
     return args
 
 
@@ -180,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     policy = AccessPolicy.from_env(args.host, args.admin_password, users,  # type: ignore[arg-type]
                                    tuple(args.allowed_host), accounts, args.session_hours)
     services = AppServices.create(args.data_dir, policy)
+    services.gateway_key = args.gateway_key
     # uvicorn shuts down gracefully on SIGINT/SIGTERM (streams still open are cut after GRACEFUL_SHUTDOWN_S) and
     # then re-raises the signal to the handler it found: ours stops the engine (it runs in its own session, so
     # nothing else would) before the app exits.

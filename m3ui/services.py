@@ -47,6 +47,7 @@ class AppServices:
     fleet_monitor: FleetMonitor = field(init=False)  # each worker behind a router, for the Monitor tab
     live_feeds: LiveFeeds[LiveFrame] = field(default_factory=LiveFeeds)  # the pages' live channels (m3ui.live)
     send_early: StartEarly = field(default=lambda page, form, user: False)  # the Chat tab's (m3ui.live.early_ask)
+    gateway_key: str | None = field(default=None, repr=False)  # --gateway-key-file's key (m3ui.gateway)
 
     @classmethod
     def create(cls, data_dir: Path, policy: AccessPolicy) -> AppServices:
