@@ -20,6 +20,7 @@ from pathlib import Path
 from m3ui.access import ADMIN_PASSWORD_ENV, DEFAULT_SESSION_HOURS
 from m3ui.accounts import AccountError, AccountStore
 from m3ui.data_dir import default_data_dir
+from m3ui.gateway.limits import DEFAULT_CONCURRENCY, DEFAULT_PER_MINUTE, parse_limits
 from m3ui.secret_file import SecretFileError, read_secret_file
 from m3ui.web.hosts import check_allowed_host
 
@@ -65,6 +66,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--gateway-key-file", type=Path, metavar="FILE",
                    help="turn the API gateway (/v1/...) on without accounts: the one key it takes, first line of "
                    "FILE (mode 600)")
+    p.add_argument("--gateway-key-limits", default=f"{DEFAULT_CONCURRENCY}/{DEFAULT_PER_MINUTE}",
+                   metavar="AT_ONCE/PER_MINUTE", help="requests each API key may have running at once, and send per "
+                   "minute (default %(default)s)")
     args = p.parse_args(argv)
     if args.engine == "sglang" and not args.profile:
         p.error("--engine sglang needs --profile FILE (save one in the admin panel or with `python -m launch`)")
@@ -96,6 +100,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     elif args.admin_password:
         args.password_warning = ("--admin-password is visible to every user of this machine (ps): use "
                                  f"--admin-password-file or {ADMIN_PASSWORD_ENV}")
+    try:
+        args.gateway_limits = parse_limits(args.gateway_key_limits)
+    except ValueError as exc:
+        p.error(f"--gateway-key-limits {args.gateway_key_limits!r}: {exc}")
     args.gateway_key = None
     if args.gateway_key_file:
         try:
@@ -191,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     policy = AccessPolicy.from_env(args.host, args.admin_password, users,  # type: ignore[arg-type]
                                    tuple(args.allowed_host), accounts, args.session_hours)
     services = AppServices.create(args.data_dir, policy)
-    services.gateway_key = args.gateway_key
+    services.gateway_key, services.gateway_limits = args.gateway_key, args.gateway_limits
     # uvicorn shuts down gracefully on SIGINT/SIGTERM (streams still open are cut after GRACEFUL_SHUTDOWN_S) and
     # then re-raises the signal to the handler it found: ours stops the engine (it runs in its own session, so
     # nothing else would) before the app exits.

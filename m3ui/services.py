@@ -48,6 +48,7 @@ class AppServices:
     live_feeds: LiveFeeds[LiveFrame] = field(default_factory=LiveFeeds)  # the pages' live channels (m3ui.live)
     send_early: StartEarly = field(default=lambda page, form, user: False)  # the Chat tab's (m3ui.live.early_ask)
     gateway_key: str | None = field(default=None, repr=False)  # --gateway-key-file's key (m3ui.gateway)
+    gateway_limits: tuple[int, int] | None = None  # --gateway-key-limits: per key, at once and per minute
 
     @classmethod
     def create(cls, data_dir: Path, policy: AccessPolicy) -> AppServices:

@@ -13,6 +13,14 @@ DEFAULT_PER_MINUTE = 120
 WINDOW_S = 60.0
 
 
+def parse_limits(text: str) -> tuple[int, int]:
+    """"AT_ONCE/PER_MINUTE" as typed (--gateway-key-limits), e.g. "8/120"."""
+    at_once, _, per_minute = text.partition("/")
+    if not (at_once.strip().isdigit() and per_minute.strip().isdigit()) or min(int(at_once), int(per_minute)) < 1:
+        raise ValueError("give two whole numbers >= 1, requests at once / per minute, e.g. 8/120")
+    return int(at_once), int(per_minute)
+
+
 @dataclass(frozen=True)
 class LimitRefusal:
     message: str

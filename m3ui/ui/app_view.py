@@ -101,7 +101,7 @@ def build_asgi_app(services: AppServices) -> fastapi.FastAPI:
                         "admin allows sign-up, or ask the admin.")
     mounts.append(gradio_mount(app, "", "chat", main))
     # before the main app's mount, which takes every path
-    gateway = app_gateway(services.link, policy.accounts, services.gateway_key)
+    gateway = app_gateway(services.link, policy.accounts, services.gateway_key, services.gateway_limits)
     app.router.routes[0:0] = gateway.routes()
     app.router.routes.insert(0, LiveChannel(services.live_feeds, mounts[-1].logged_in).route())
     app.router.routes.insert(0, EarlyAsk(lambda *asked: services.send_early(*asked), mounts[-1].logged_in,
