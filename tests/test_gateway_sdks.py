@@ -45,8 +45,9 @@ def test_openai_chat_whole_and_streamed_is_counted(gw, oa):
     assert "391" in text
     assert all(c.usage is None for c in chunks), "the usage chunk the gateway asked for is not passed on"
     after = gw.usage("bob")
-    assert after.requests == (before.requests if before else 0) + 2
-    assert after.completion_tokens - (before.completion_tokens if before else 0) >= 2 * whole.usage.completion_tokens - 5
+    requests, completion = (before.requests, before.completion_tokens) if before else (0, 0)
+    assert after.requests == requests + 2
+    assert after.completion_tokens - completion >= 2 * whole.usage.completion_tokens - 5
 
 
 def test_openai_stream_with_usage_asked_keeps_it(oa):
