@@ -21,7 +21,9 @@ from m3ui.owned_temp_dir import owned_temp_dir
 from m3ui.services import AppServices
 from m3ui.ui.account_view import build_account_tab
 from m3ui.ui.admin.view import build_admin_app
+from m3ui.ui.api_keys_view import build_api_keys
 from m3ui.ui.chat.view import build_chat_tab
+from m3ui.ui.connect_view import build_connect_tab
 from m3ui.ui.gradio_costs.absent_modules import mark_absent
 from m3ui.ui.gradio_costs.lazy_session_config import lazy_session_config
 from m3ui.ui.gradio_costs.progress_targets import untrack_hidden_progress
@@ -61,6 +63,9 @@ def build_main_app(services: AppServices) -> gr.Blocks:
             if services.policy.chat_login:
                 with gr.Tab("Account", id="account") as account_tab:
                     build_account_tab(services, account_tab)
+                    build_api_keys(services, account_tab)
+                with gr.Tab("Connect", id="connect") as connect_tab:
+                    build_connect_tab(services, connect_tab)
     # Gradio serializes each listener by default; a chat app must serve its users at once.
     demo.queue(default_concurrency_limit=None)
     pace_queue(demo)
