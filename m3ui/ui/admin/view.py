@@ -11,6 +11,7 @@ from m3ui.admin.console import AdminConsole
 from m3ui.admin.fleet import FleetDesk
 from m3ui.admin.weights import WeightsDesk
 from m3ui.services import AppServices
+from m3ui.ui.admin.api_keys import ApiKeysEvents
 from m3ui.ui.admin.events import AdminEvents
 from m3ui.ui.admin.fleet import FleetEvents
 from m3ui.ui.admin.guard import AdminGuard
@@ -28,5 +29,7 @@ def build_admin_app(services: AppServices) -> gr.Blocks:
         AdminEvents(view, console, WeightsDesk(), guard).wire(demo)
         PlacementEvents(view.placement, console, guard).wire()
         UsersEvents(view.users, services.policy.accounts, guard).wire(view.users_tab)
+        if view.api_keys is not None:
+            ApiKeysEvents(view.api_keys, services.policy.accounts, guard).wire(view.users_tab)
         FleetEvents(view.fleet, FleetDesk(services.fleet), guard).wire(view.fleet_tab)
     return demo
