@@ -3,11 +3,19 @@ chat, streaming, tools, token counting; each request is counted for the key's pe
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
+
 import anthropic
 import openai
 import pytest
 
+from m3ui.gateway.client_settings import client_settings
+from tests.app_process import ROOT
 from tests.gateway_app import gateway_app
+
+GATEWAY_DOC = ROOT / "docs" / "GATEWAY.md"
 
 WEATHER_OPENAI = {"type": "function", "function": {
     "name": "get_weather", "description": "The weather now in a city",
@@ -113,3 +121,16 @@ def test_a_bad_key_is_refused_in_each_sdks_own_error(gw):
     with anthropic.Anthropic(base_url=gw.app.url, api_key="nope", max_retries=0) as client, \
             pytest.raises(anthropic.AuthenticationError, match="invalid API key"):
         client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "hi"}])
+
+
+def test_the_connect_settings_run_and_the_docs_show_them(gw):
+    for setting in client_settings("http://127.0.0.1:7860", "MiniMax-M3"):
+        assert f"```{setting.language}\n{setting.text}\n```" in GATEWAY_DOC.read_text(), setting.client
+    runnable = {s.client: s for s in client_settings(gw.app.url, "MiniMax-M3", gw.keys["dave"])}
+    for client in ("Python: openai", "Python: anthropic"):
+        done = subprocess.run([sys.executable, "-c", runnable[client].text], capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 0 and "Hello" in done.stdout, (client, done.stderr[-2000:])
+    if shutil.which("curl"):
+        done = subprocess.run(["bash", "-c", runnable["curl"].text], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and "data: [DONE]" in done.stdout, done.stderr
