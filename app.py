@@ -13,6 +13,7 @@ import gc
 import ipaddress
 import logging
 import os
+import re
 import sqlite3
 import sys
 from pathlib import Path
@@ -69,6 +70,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--gateway-key-limits", default=f"{DEFAULT_CONCURRENCY}/{DEFAULT_PER_MINUTE}",
                    metavar="AT_ONCE/PER_MINUTE", help="requests each API key may have running at once, and send per "
                    "minute (default %(default)s)")
+    p.add_argument("--gateway-cors", metavar="ORIGIN", help="let pages of this one origin call the API gateway "
+                   "from a browser, e.g. https://chat.example.org (CORS is off without it)")
     args = p.parse_args(argv)
     if args.engine == "sglang" and not args.profile:
         p.error("--engine sglang needs --profile FILE (save one in the admin panel or with `python -m launch`)")
@@ -100,6 +103,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     elif args.admin_password:
         args.password_warning = ("--admin-password is visible to every user of this machine (ps): use "
                                  f"--admin-password-file or {ADMIN_PASSWORD_ENV}")
+    if args.gateway_cors is not None and not re.fullmatch(r"https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?",
+                                                          args.gateway_cors):
+        p.error(f"--gateway-cors {args.gateway_cors!r}: give one origin, scheme://host[:port], e.g. "
+                "https://chat.example.org")
     try:
         args.gateway_limits = parse_limits(args.gateway_key_limits)
     except ValueError as exc:
@@ -200,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
                                    tuple(args.allowed_host), accounts, args.session_hours)
     services = AppServices.create(args.data_dir, policy)
     services.gateway_key, services.gateway_limits = args.gateway_key, args.gateway_limits
+    services.gateway_cors = args.gateway_cors
     # uvicorn shuts down gracefully on SIGINT/SIGTERM (streams still open are cut after GRACEFUL_SHUTDOWN_S) and
     # then re-raises the signal to the handler it found: ours stops the engine (it runs in its own session, so
     # nothing else would) before the app exits.

@@ -49,6 +49,7 @@ class AppServices:
     send_early: StartEarly = field(default=lambda page, form, user: False)  # the Chat tab's (m3ui.live.early_ask)
     gateway_key: str | None = field(default=None, repr=False)  # --gateway-key-file's key (m3ui.gateway)
     gateway_limits: tuple[int, int] | None = None  # --gateway-key-limits: per key, at once and per minute
+    gateway_cors: str | None = None  # --gateway-cors: the one foreign origin whose pages may call /v1
 
     @classmethod
     def create(cls, data_dir: Path, policy: AccessPolicy) -> AppServices:

@@ -10,7 +10,6 @@ import time
 
 import httpx
 import pytest
-from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from m3ui.gateway.callers import Callers
@@ -74,6 +73,23 @@ def test_foreign_host_and_origin_are_refused(gw):
     assert origin.status_code == 403 and "access-control-allow-origin" not in origin.headers
 
 
+def test_cors_is_off_unless_one_origin_is_allowed(tmp_path):
+    key_file = tmp_path / "gateway.key"
+    key_file.write_text("the-one-key-of-this-app\n")
+    os.chmod(key_file, 0o600)
+    site = "https://chat.example.org"
+    with running_app(tmp_path, "--endpoint", "http://127.0.0.1:9", "--gateway-key-file", str(key_file),
+                     "--gateway-cors", site) as app:
+        auth = {"authorization": "Bearer the-one-key-of-this-app"}
+        preflight = httpx.options(app.url + "/v1/models", headers={"origin": site}, timeout=10)
+        assert preflight.status_code == 204 and preflight.headers["access-control-allow-origin"] == site
+        assert "authorization" in preflight.headers["access-control-allow-headers"]
+        allowed = httpx.get(app.url + "/v1/models", headers={**auth, "origin": site}, timeout=10)
+        assert allowed.status_code == 503 and allowed.headers["access-control-allow-origin"] == site
+        other = httpx.get(app.url + "/v1/models", headers={**auth, "origin": "https://evil.example"}, timeout=10)
+        assert other.status_code == 403 and "access-control-allow-origin" not in other.headers
+
+
 def test_requests_per_minute_limit_is_a_429_with_retry_after(gw):
     key = gw.keys["dave"]
     statuses = [httpx.get(gw.app.url + "/v1/models", headers={"authorization": f"Bearer {key}"}, timeout=10)
@@ -133,8 +149,7 @@ def test_sixteen_concurrent_api_requests_stay_within_the_quota(gw):
 
 
 def test_without_accounts_the_gateway_is_off_and_says_how_to_turn_it_on():
-    app = Starlette(routes=Gateway(lambda: None, lambda: "no engine", Callers(None, None), None).routes())
-    with TestClient(app) as client:
+    with TestClient(Gateway(lambda: None, lambda: "no engine", Callers(None, None), None)) as client:
         for path in ("/v1/models", "/v1/messages"):
             reply = client.get(path)
             assert reply.status_code == 404 and OFF_MESSAGE in reply.text

@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable
 
 import aiohttp
-from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
 from m3ui.accounts.usage import AnswerUsage, QuotaRefused, Reservation, UsageLedger, unmetered
@@ -48,9 +47,6 @@ class Gateway:
         self.limits = limits or KeyLimits()
         self._session: aiohttp.ClientSession | None = None
 
-    def routes(self) -> list[Route]:
-        return [Route("/v1/{rest:path}", self, methods=None)]
-
     @property
     def session(self) -> aiohttp.ClientSession:
         """aiohttp, not httpx: measured, its response reads cost a fraction of httpx's per forwarded chunk."""
@@ -62,6 +58,8 @@ class Gateway:
         return self._session
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":  # (a lifespan or websocket scope: nothing to serve)
+            return
         path = scope["path"]
         if not self.callers.gateway_on:
             await send_error(send, path, 404, OFF_MESSAGE)

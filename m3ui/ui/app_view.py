@@ -14,6 +14,7 @@ from pathlib import Path
 import fastapi
 import gradio as gr
 
+from m3ui.gateway.mount import GatewayLayer
 from m3ui.gateway.setup import app_gateway
 from m3ui.live.channel import LiveChannel
 from m3ui.live.early_ask import EarlyAsk
@@ -106,13 +107,13 @@ def build_asgi_app(services: AppServices) -> fastapi.FastAPI:
                         "admin allows sign-up, or ask the admin.")
     mounts.append(gradio_mount(app, "", "chat", main))
     # before the main app's mount, which takes every path
-    gateway = app_gateway(services.link, policy.accounts, services.gateway_key, services.gateway_limits)
-    app.router.routes[0:0] = gateway.routes()
     app.router.routes.insert(0, LiveChannel(services.live_feeds, mounts[-1].logged_in).route())
     app.router.routes.insert(0, EarlyAsk(lambda *asked: services.send_early(*asked), mounts[-1].logged_in,
                                          mounts[-1].user).route())
     app.add_middleware(EarlyHead, snippet=page_head(EARLY_JS_DIR))
-    install_guards(app, policy, tuple(mounts))
+    gateway = app_gateway(services.link, policy.accounts, services.gateway_key, services.gateway_limits)
+    layer = {"gateway": gateway, "allowed_names": policy.allowed_hosts, "cors_origin": services.gateway_cors}
+    install_guards(app, policy, tuple(mounts), (GatewayLayer, layer))
     return app
 
 

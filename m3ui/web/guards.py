@@ -18,7 +18,9 @@ from m3ui.web.session_guard import SessionGuard
 from m3ui.web.signup import SignupRoute
 
 
-def install_guards(app: Starlette, policy: AccessPolicy, mounts: tuple[GradioMount, ...]) -> None:
+def install_guards(app: Starlette, policy: AccessPolicy, mounts: tuple[GradioMount, ...],
+                   gateway: tuple[type, dict[str, object]] | None = None) -> None:
+    """`gateway`: the API gateway's layer and its arguments (m3ui/gateway/mount.py), inside the Host guard only."""
     # add_middleware wraps what was added before, so the last one added runs first.
     app.add_middleware(ApiGuard, mounts=mounts)
     app.add_middleware(SessionGuard, mounts=mounts, check=policy.session_valid, max_age_s=policy.session_max_age_s)
@@ -29,4 +31,6 @@ def install_guards(app: Starlette, policy: AccessPolicy, mounts: tuple[GradioMou
     if admin is not None and policy.admin_open_locally:
         app.add_middleware(AdminTokenGuard, token=policy.admin_token, prefix=admin.prefix)
     app.add_middleware(OriginGuard, allowed_names=policy.allowed_hosts)
+    if gateway is not None:
+        app.add_middleware(gateway[0], **gateway[1])
     app.add_middleware(HostGuard, allowed=allowed_hosts(policy.ui_host, policy.allowed_hosts))
