@@ -58,8 +58,6 @@ class Gateway:
         return self._session
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":  # (a lifespan or websocket scope: nothing to serve)
-            return
         path = scope["path"]
         if not self.callers.gateway_on:
             await send_error(send, path, 404, OFF_MESSAGE)
