@@ -9,44 +9,19 @@ import threading
 
 import pytest
 
-from launch.command import Engine
-from launch.supervisor import Supervisor
-from m3ui.accounts import AccountStore
 from m3ui.accounts.meter import AnswerMeter
-from m3ui.accounts.usage import QuotaRefused, UsageLedger, prompt_bound
+from m3ui.accounts.usage import QuotaRefused, prompt_bound
 from m3ui.chat_session import AnswerRequest
 from m3ui.client import GenerationSettings
 from m3ui.conversation import AssistantTurn, Conversation
 from m3ui.conversation.library import new_chat
 from m3ui.conversation.openai_messages import to_openai_messages
-from m3ui.engine_link import EngineLink
-from m3ui.services import simulated_settings
 from m3ui.ui.chat.controls import link_runner
+from tests.test_accounts_usage import ledger, link
+
+FIXTURES = (ledger, link)  # test_accounts_usage's: a simulated engine, and a ledger over two accounts
 
 QUESTION = "Write a long story about a lighthouse keeper and the sea, in many paragraphs."
-
-
-@pytest.fixture(scope="module")
-def link(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    mp.setenv("M3UI_SIM_STARTUP_SECONDS", "0.3")
-    mp.setenv("M3UI_SIM_DECODE_TPS", "400")
-    supervisor = Supervisor(tmp_path_factory.mktemp("quota") / "m3ui", tick_s=0.05)
-    link = EngineLink(supervisor)
-    assert link.launch(simulated_settings(), Engine("sim")).ok
-    assert supervisor.wait_ready(30), supervisor.snapshot().diagnosis
-    yield link
-    supervisor.close(grace=1)
-    mp.undo()
-
-
-@pytest.fixture
-def ledger(tmp_path):
-    store = AccountStore.open(tmp_path)
-    store.add("bob", "bobs-password")
-    store.add("carol", "carols-password")
-    yield UsageLedger(store)
-    store.close()
 
 
 def ask(user: str | None, max_tokens: int = 4096) -> AnswerRequest:

@@ -6,30 +6,15 @@ from __future__ import annotations
 import gradio as gr
 import pytest
 
-from m3ui.access import AccessPolicy
-from m3ui.accounts import AccountStore
 from m3ui.accounts.keys import ApiKeyStore
-from m3ui.services import AppServices
-from m3ui.ui.admin.guard import API_PREFIX
-from m3ui.ui.admin.view import build_admin_app
+from tests.test_accounts_admin_tab import tab
 
-
-@pytest.fixture
-def tab(tmp_path):
-    store = AccountStore.open(tmp_path / "data")
-    store.add("alice", "alices-password", "admin")
-    store.add("bob", "bobs-password")
-    services = AppServices.create(tmp_path / "data", AccessPolicy.from_env("127.0.0.1", "secret", accounts=store))
-    try:
-        demo = build_admin_app(services)
-        fns = {fn.api_name.removeprefix(API_PREFIX): fn.fn for fn in demo.fns.values() if fn.fn is not None}
-        yield ApiKeyStore(store), fns
-    finally:
-        services.close()
+FIXTURES = (tab,)  # test_accounts_admin_tab's: the admin app's handlers over two accounts
 
 
 def test_admins_see_and_revoke_every_key(tab):
-    keys, fns = tab
+    store, fns = tab
+    keys = ApiKeyStore(store)
     bobs, bob_key = keys.create("bob", "ci")
     alices, _ = keys.create("alice", "laptop")
     _, table = fns["keys_list"](gr.Request(username="alice"))
@@ -41,7 +26,8 @@ def test_admins_see_and_revoke_every_key(tab):
 
 
 def test_a_user_account_cannot_list_or_revoke_keys(tab):
-    keys, fns = tab
+    store, fns = tab
+    keys = ApiKeyStore(store)
     alices, alice_key = keys.create("alice")
     for name, args in (("keys_list", ()), ("keys_revoke", (alices.id,))):
         with pytest.raises(gr.Error):
