@@ -68,9 +68,13 @@ def make_keys(data_dir: Path) -> dict[str, str]:
 
 
 @contextmanager
-def gateway_app(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[GatewayApp]:
+def gateway_app(tmp_path: Path, *args: str, env: dict[str, str] | None = None,
+                ready: bool = True) -> Iterator[GatewayApp]:
+    """The app on the simulated engine (waited for: `ready`), or with `args` saying which engine (a fleet)."""
     data_dir = tmp_path / "m3ui-data"
     keys = make_keys(data_dir)
-    with running_app(tmp_path, "--engine", "sim", *args, env=env, data_dir=data_dir) as app:
-        app.wait_engine_ready()
+    with running_app(tmp_path, *(args if not ready else ("--engine", "sim", *args)), env=env, data_dir=data_dir,
+                     timeout=120) as app:
+        if ready:
+            app.wait_engine_ready()
         yield GatewayApp(app, keys)

@@ -14,6 +14,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import aiohttp
 from starlette.types import Message, Receive, Scope, Send
@@ -37,12 +38,15 @@ OFF_MESSAGE = ("the API gateway is off: it needs accounts (python -m m3ui.users 
 # Response headers passed on from the engine (the rest are the connection's own, or the engine's business)
 PASSED_HEADERS = frozenset({b"content-type", b"cache-control", b"x-request-id"})
 PATHS = (*ROUTES, "/v1/models")
+ROUTER_LACKS = frozenset({"/v1/messages", "/v1/messages/count_tokens"})  # not in sglang-router 0.3.2's routes
 
 
 class Gateway:
     def __init__(self, endpoint: Callable[[], EndpointConfig | None], engine_label: Callable[[], str],
-                 callers: Callers, ledger: UsageLedger | None, limits: KeyLimits | None = None) -> None:
-        self.endpoint, self.engine_label = endpoint, engine_label
+                 callers: Callers, ledger: UsageLedger | None, limits: KeyLimits | None = None,
+                 fleet_worker: Callable[[], str | None] = lambda: None) -> None:
+        """`fleet_worker`: in front of a fleet, a healthy worker's URL ("" when none is), else None."""
+        self.endpoint, self.engine_label, self.fleet_worker = endpoint, engine_label, fleet_worker
         self.callers, self.ledger = callers, ledger
         self.limits = limits or KeyLimits()
         self._session: aiohttp.ClientSession | None = None
@@ -99,6 +103,9 @@ class Gateway:
                 await send_error(send, path, 400, str(exc))
                 return
         endpoint = self.endpoint()
+        if endpoint is not None and path in ROUTER_LACKS and (worker := self.fleet_worker()) is not None:
+            # sglang-router 0.3.2 serves no Anthropic route: such a request goes to one worker, past the router
+            endpoint = replace(endpoint, base_url=worker + "/v1") if worker else None
         if endpoint is None:
             await send_error(send, path, 503, f"the engine is not ready: {self.engine_label()}",
                              ((b"retry-after", b"10"),))

@@ -111,7 +111,8 @@ def build_asgi_app(services: AppServices) -> fastapi.FastAPI:
     app.router.routes.insert(0, EarlyAsk(lambda *asked: services.send_early(*asked), mounts[-1].logged_in,
                                          mounts[-1].user).route())
     app.add_middleware(EarlyHead, snippet=page_head(EARLY_JS_DIR))
-    gateway = app_gateway(services.link, policy.accounts, services.gateway_key, services.gateway_limits)
+    gateway = app_gateway(services.link, policy.accounts, services.gateway_key, services.gateway_limits,
+                          lambda: services.fleet)
     layer = {"gateway": gateway, "allowed_names": policy.allowed_hosts, "cors_origin": services.gateway_cors}
     install_guards(app, policy, tuple(mounts), (GatewayLayer, layer))
     return app
