@@ -1,5 +1,5 @@
-"""The gateway's route: /v1/... on the app's own port, forwarded to the engine (or the fleet's router) with the
-engine's own key.
+"""The gateway: /v1/... on the app's own port, forwarded to the engine (or the fleet's router) with the engine's own
+key.
 
 Per request, in this order, nothing reaching the engine until all pass: the gateway is on (else 404 saying how to
 turn it on), the method, the key (401), the key's limits (429), the body (413 over the cap, 400 when malformed),
