@@ -13,6 +13,7 @@ import gc
 import ipaddress
 import logging
 import os
+import re
 import sqlite3
 import sys
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING
 from m3ui.access import ADMIN_PASSWORD_ENV, DEFAULT_SESSION_HOURS
 from m3ui.accounts import AccountError, AccountStore
 from m3ui.data_dir import default_data_dir
+from m3ui.gateway.limits import DEFAULT_CONCURRENCY, DEFAULT_PER_MINUTE, parse_limits
 from m3ui.secret_file import SecretFileError, read_secret_file
 from m3ui.web.hosts import check_allowed_host
 
@@ -67,6 +69,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="a login lasts this long, then asks again (default %(default)s)")
     p.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR, help=f"profiles, runs and logs "
                    f"(default {DEFAULT_DATA_DIR})")
+    p.add_argument("--gateway-key-file", type=Path, metavar="FILE",
+                   help="turn the API gateway (/v1/...) on without accounts: the one key it takes, first line of "
+                   "FILE (mode 600)")
+    p.add_argument("--gateway-key-limits", default=f"{DEFAULT_CONCURRENCY}/{DEFAULT_PER_MINUTE}",
+                   metavar="AT_ONCE/PER_MINUTE", help="requests each API key may have running at once, and send per "
+                   "minute (default %(default)s)")
+    p.add_argument("--gateway-cors", metavar="ORIGIN", help="let pages of this one origin call the API gateway "
+                   "from a browser, e.g. https://chat.example.org (CORS is off without it)")
     args = p.parse_args(argv)
     if args.engine == "sglang" and not args.profile:
         p.error("--engine sglang needs --profile FILE (save one in the admin panel or with `python -m launch`)")
@@ -98,6 +108,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     elif args.admin_password:
         args.password_warning = ("--admin-password is visible to every user of this machine (ps): use "
                                  f"--admin-password-file or {ADMIN_PASSWORD_ENV}")
+    if args.gateway_cors is not None and not re.fullmatch(r"https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?",
+                                                          args.gateway_cors):
+        p.error(f"--gateway-cors {args.gateway_cors!r}: give one origin, scheme://host[:port], e.g. "
+                "https://chat.example.org")
+    try:
+        args.gateway_limits = parse_limits(args.gateway_key_limits)
+    except ValueError as exc:
+        p.error(f"--gateway-key-limits {args.gateway_key_limits!r}: {exc}")
+    args.gateway_key = None
+    if args.gateway_key_file:
+        try:
+            args.gateway_key, loose = read_secret_file(args.gateway_key_file)
+        except SecretFileError as exc:
+            p.error(f"--gateway-key-file: {exc}")
+        if loose:  # a key others can read is no key
+            p.error(f"--gateway-key-file: {loose}")
     return args
 
 
@@ -186,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     policy = AccessPolicy.from_env(args.host, args.admin_password, users,
                                    tuple(args.allowed_host), accounts, args.session_hours)
     services = AppServices.create(args.data_dir, policy)
+    services.gateway_key, services.gateway_limits = args.gateway_key, args.gateway_limits
+    services.gateway_cors = args.gateway_cors
     # uvicorn shuts down gracefully on SIGINT/SIGTERM (streams still open are cut after GRACEFUL_SHUTDOWN_S) and
     # then re-raises the signal to the handler it found: ours stops the engine (it runs in its own session, so
     # nothing else would) before the app exits.

@@ -56,6 +56,9 @@ class AppServices:
     # (client address, signed-in user, cookies) -> who uses a live ticket; set once the chat app is mounted
     live_holder: Callable[[str, str | None, Mapping[str, str]], LiveHolder] = field(
         default=lambda client, user, cookies: LiveHolder.of(client, user, None))
+    gateway_key: str | None = field(default=None, repr=False)  # --gateway-key-file's key (m3ui.gateway)
+    gateway_limits: tuple[int, int] | None = None  # --gateway-key-limits: per key, at once and per minute
+    gateway_cors: str | None = None  # --gateway-cors: the one foreign origin whose pages may call /v1
 
     @classmethod
     def create(cls, data_dir: Path, policy: AccessPolicy) -> AppServices:

@@ -16,9 +16,10 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from launch.sim import failures, info
+from launch.sim import anthropic_route, failures, info
+from launch.sim.anthropic_protocol import AnthropicCountTokensRequest, AnthropicMessagesRequest
 from launch.sim.args import SimArgs
 from launch.sim.chat_route import chat_completions, error_response
 from launch.sim.engine import Engine
@@ -132,15 +133,30 @@ def create_app(engine: Engine, args: SimArgs) -> FastAPI:
 
     @app.post("/v1/chat/completions")
     async def chat(raw: Request) -> Response:
-        if raw.headers.get("content-type", "").lower().split(";")[0] != "application/json":
-            return error_response("Unsupported Media Type: Only 'application/json' is allowed",
-                                  HTTPStatus.BAD_REQUEST.phrase)
-        try:
-            request = ChatRequest.model_validate(json.loads(await raw.body()))
-        except ValidationError as exc:
-            return error_response(_validation_message(exc), HTTPStatus.BAD_REQUEST.phrase)
-        except ValueError as exc:
-            return error_response(f"JSON decode error: {exc}", HTTPStatus.BAD_REQUEST.phrase)
-        return await chat_completions(engine, request, raw)
+        request = await _validated(raw, ChatRequest)
+        return request if isinstance(request, Response) else await chat_completions(engine, request, raw)
+
+    @app.post("/v1/messages")
+    async def anthropic_messages(raw: Request) -> Response:
+        request = await _validated(raw, AnthropicMessagesRequest)
+        return request if isinstance(request, Response) else await anthropic_route.messages(engine, request, raw)
+
+    @app.post("/v1/messages/count_tokens")
+    async def anthropic_count_tokens(raw: Request) -> Response:
+        request = await _validated(raw, AnthropicCountTokensRequest)
+        return request if isinstance(request, Response) else await anthropic_route.count_tokens(engine, request)
 
     return app
+
+
+async def _validated(raw: Request, model: type[BaseModel]) -> Any:
+    """The body as `model`, or sglang's 400 (validate_json_request, then the RequestValidationError handler)."""
+    if raw.headers.get("content-type", "").lower().split(";")[0] != "application/json":
+        return error_response("Unsupported Media Type: Only 'application/json' is allowed",
+                              HTTPStatus.BAD_REQUEST.phrase)
+    try:
+        return model.model_validate(json.loads(await raw.body()))
+    except ValidationError as exc:
+        return error_response(_validation_message(exc), HTTPStatus.BAD_REQUEST.phrase)
+    except ValueError as exc:
+        return error_response(f"JSON decode error: {exc}", HTTPStatus.BAD_REQUEST.phrase)

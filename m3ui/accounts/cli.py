@@ -7,6 +7,9 @@
     python -m m3ui.users role alice user|admin
     python -m m3ui.users quota alice 200000|none    # daily tokens (prompt + completion)
     python -m m3ui.users signup on|off
+    python -m m3ui.users key add alice [--label laptop] [--expires-days 90]   # the key alone on the last line
+    python -m m3ui.users key list [alice]
+    python -m m3ui.users key revoke ID
 
 Passwords are never taken from the command line (`ps` shows it to every user of the machine): they are asked
 for twice on a terminal, or read from the first line of stdin. A running app sees every change at once.
@@ -20,6 +23,7 @@ import sys
 from pathlib import Path
 
 from m3ui.accounts import AccountError, AccountStore
+from m3ui.accounts.keys import ApiKey, ApiKeyStore
 from m3ui.accounts.store import ROLES
 from m3ui.accounts.usage import local_time, parse_quota
 from m3ui.data_dir import default_data_dir
@@ -47,6 +51,28 @@ def list_users(store: AccountStore) -> str:
     return "\n".join(rows)
 
 
+def list_keys(keys: list[ApiKey]) -> str:
+    rows = [f"{'id':12} {'user':24} {'state':8} {'label':20} {'created':16} {'last used':16} expires"]
+    rows += [f"{k.id:12} {k.user:24} {k.state():8} {k.label:20} {local_time(k.created_at):16} "
+             f"{local_time(k.last_used_at):16} {local_time(k.expires_at) if k.expires_at else 'never'}" for k in keys]
+    return "\n".join(rows)
+
+
+def key_command(store: AccountStore, args: argparse.Namespace) -> str:
+    keys = ApiKeyStore(store)
+    match args.key_command:
+        case "add":
+            key, secret = keys.create(args.name, args.label, args.expires_days)
+            expiry = f", expires {local_time(key.expires_at)}" if key.expires_at else ""
+            return (f"API key {key.id} for {key.user}{expiry}. It is shown this once; keep it secret "
+                    f"(Authorization: Bearer KEY, or x-api-key: KEY):\n{secret}")
+        case "list":
+            return list_keys(keys.list(args.name))
+        case _:
+            key = keys.revoke(args.id)
+            return f"API key {key.id} of {key.user}: revoked"
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m m3ui.users", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -67,6 +93,14 @@ def parser() -> argparse.ArgumentParser:
     quota.add_argument("tokens")
     signup = sub.add_parser("signup", help="let people create their own accounts on the login page")
     signup.add_argument("state", choices=("on", "off"))
+    key = sub.add_parser("key", help="API keys for the gateway (coding agents, scripts)")
+    key_sub = key.add_subparsers(dest="key_command", required=True)
+    key_add = key_sub.add_parser("add", help="a new key for a user: printed once, alone on the last line")
+    key_add.add_argument("name")
+    key_add.add_argument("--label", default="")
+    key_add.add_argument("--expires-days", type=int, default=None)
+    key_sub.add_parser("list", help="the keys (of one user)").add_argument("name", nargs="?")
+    key_sub.add_parser("revoke", help="revoke a key by its id").add_argument("id")
     return p
 
 
@@ -88,6 +122,8 @@ def run(args: argparse.Namespace) -> str:
                 return f"{store.set_password(args.name, read_password('New password: ')).name}: password changed"
             case "role":
                 return f"{store.set_role(args.name, args.role).name}: role {args.role}"
+            case "key":
+                return key_command(store, args)
             case "quota":
                 quota = store.set_quota(args.name, parse_quota(args.tokens)).daily_token_quota
                 return f"{args.name}: daily token quota {'none' if quota is None else quota}"

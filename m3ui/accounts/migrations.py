@@ -38,4 +38,17 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (user_id, id)
         )""",
     ),
+    (  # 4: API keys (the gateway's), stored as a SHA-256 of the key; the id is the key's public part
+        """CREATE TABLE api_keys (
+            id TEXT PRIMARY KEY,
+            user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+            label TEXT NOT NULL,
+            key_hash TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            last_used_at REAL,
+            expires_at REAL,
+            revoked_at REAL
+        )""",
+        "CREATE INDEX api_keys_user ON api_keys (user_id)",
+    ),
 )

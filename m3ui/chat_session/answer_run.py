@@ -18,10 +18,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from m3ui.chat_session.mailbox import Mailbox
-from m3ui.client.client import ChatClient
 from m3ui.client.early_request import EarlyRequest
 from m3ui.client.events import ContentDelta, ReasoningDelta, ToolCall, ToolCallDelta, ToolCallStarted
 from m3ui.client.settings import GenerationSettings
+from m3ui.client.source import StreamSource
 from m3ui.conversation import Conversation, LoopEvent, LoopFinished, LoopOptions, ToolLoop
 from m3ui.tools.registry import ToolRegistry
 
@@ -95,7 +95,7 @@ class _Decision:
 class AnswerRun:
     def __init__(
         self,
-        client: ChatClient,
+        client: StreamSource,
         registry: ToolRegistry,
         settings: GenerationSettings,
         options: LoopOptions,

@@ -14,15 +14,18 @@ from collections import OrderedDict
 from m3ui.client.early_request import EarlyRequest
 
 MAX_PENDING = 64  # early requests waiting to be taken, over all pages (the oldest is cancelled for a new one)
+# Early requests waiting for one person, over all their pages: a new one cancels their oldest, never someone
+# else's, so one person cannot take every slot (and each runs on the engine until taken or expired)
+MAX_PENDING_PER_PERSON = 4
 MAX_LATE = 1024  # notes of answers that started before their early request came
 
 
 class EarlyStarts:
-    def __init__(self, limit: int = MAX_PENDING) -> None:
+    def __init__(self, limit: int = MAX_PENDING, per_person: int = MAX_PENDING_PER_PERSON) -> None:
         self._pending: OrderedDict[str, tuple[str | None, str, EarlyRequest]] = OrderedDict()
         self._late: OrderedDict[str, str] = OrderedDict()  # page -> the question its answer asked without one
         self._lock = threading.Lock()
-        self._limit = limit
+        self._limit, self._per_person = limit, per_person
 
     def wanted(self, page: str, question: str) -> bool:
         """Whether a request for `question` is still worth sending: not when its answer started without it."""
@@ -40,6 +43,9 @@ class EarlyStarts:
             else:
                 cancelled = [self._pending.pop(page, (None, "", None))[2]]
                 self._pending[page] = (user, question, early)
+                own = [p for p, (owner, _, _) in self._pending.items() if owner == user]
+                for oldest in own[: max(0, len(own) - self._per_person)]:
+                    cancelled.append(self._pending.pop(oldest)[2])
                 while len(self._pending) > self._limit:
                     cancelled.append(self._pending.popitem(last=False)[1][2])
         for old in cancelled:

@@ -9,14 +9,15 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Literal
 
-from m3ui.accounts.meter import AnswerMeter
+from m3ui.accounts.meter import AnswerMeter, MeteredClient
+from m3ui.accounts.usage import QuotaRefused
 from m3ui.chat_session.answer_run import AnswerRun, RunRegistry
 from m3ui.chat_session.clients import ClientPool
 from m3ui.chat_session.early_starts import EarlyStarts
 from m3ui.chat_session.live_answer import LiveAnswer, not_ready_note
 from m3ui.chat_session.transcript import CallView, StepView
 from m3ui.chat_session.worker_lost import WorkerLost
-from m3ui.client import EndpointConfig, ErrorKind, GenerationSettings
+from m3ui.client import ChatClient, EndpointConfig, ErrorKind, GenerationSettings
 from m3ui.client.early_request import EarlyRequest
 from m3ui.conversation import LoopOptions, ToolLoop
 from m3ui.conversation.library import ChatNote, SavedChat
@@ -47,7 +48,7 @@ class AnswerRequest:
     options: LoopOptions = LoopOptions()
     registry: ToolRegistry = ToolRegistry()
     require_approval: bool = False
-    user: str | None = None  # the signed-in person: their quota is checked first, their usage recorded after
+    user: str | None = None  # the signed-in person: each engine request reserves their tokens, settled at its end
     early: EarlyRequest | None = None  # its first request, maybe sent already (see send_early): taken if the same
 
 
@@ -92,9 +93,19 @@ class ChatRunner:
         endpoint = self._endpoint()
         if endpoint is None:
             return False
-        loop = ToolLoop(self._clients.client_for(endpoint), request.registry, request.settings, request.options)
-        self.early.put(page, request.user, question, loop.send_early(request.chat.conversation))
+        loop = ToolLoop(self._client(endpoint, request.user), request.registry, request.settings,
+                        request.options)
+        try:
+            early = loop.send_early(request.chat.conversation)
+        except QuotaRefused:
+            return False
+        self.early.put(page, request.user, question, early)
         return True
+
+    def _client(self, endpoint: EndpointConfig, user: str | None) -> ChatClient | MeteredClient:
+        """The engine's client, each of whose requests reserves the person's tokens first when there is a meter."""
+        client = self._clients.client_for(endpoint)
+        return client if self._meter is None else self._meter.client(client, user)
 
     def start(self, session: str, request: AnswerRequest) -> AnswerRun | ChatNote:
         """The started run, or (engine not ready) the note to save instead; SessionBusy when one is running. A
@@ -115,7 +126,7 @@ class ChatRunner:
         endpoint = self._endpoint()
         if endpoint is None:
             return not_ready_note(len(request.chat.conversation.turns) - 1, self._engine_label())
-        run = AnswerRun(self._clients.client_for(endpoint), request.registry, request.settings, request.options,
+        run = AnswerRun(self._client(endpoint, request.user), request.registry, request.settings, request.options,
                         request.chat.conversation, request.require_approval, early=request.early)
         if not self.runs.begin(session, run):
             raise SessionBusy("an answer is still streaming: stop it first")
@@ -142,7 +153,6 @@ class ChatRunner:
                         so_far, save_due = live.so_far(request.chat), time.monotonic() + PARTIAL_SAVE_S
                     yield AnswerUpdate("streaming", request.chat, live.steps(), live.awaiting_approval, so_far)
             saved = live.settle(request.chat, self._failure_behind(live))
-            self._record_usage(request.user, live, run)
             # An answer that broke off gets no hit rate: its lookup dumps the engine's recorder, which a hung
             # engine would answer only at the recorder's timeout (the stall error came 17-20 s late).
             looked_up = self._hit_rate is not None and live.finished is not None and live.finished.error is None
@@ -169,14 +179,6 @@ class ChatRunner:
             if failure or time.monotonic() >= deadline:
                 return failure
             time.sleep(FAILURE_POLL_S)
-
-    def _record_usage(self, user: str | None, live: LiveAnswer, run: AnswerRun) -> None:
-        if self._meter is None:
-            return
-        try:
-            self._meter.record(user, (step.stats for step in live.steps()), run.started_at, run.ended_at)
-        except Exception:  # the usage table must never cost the user the answer
-            log.exception("recording usage failed")
 
     def _with_hit_rate(self, saved: SavedChat, run: AnswerRun) -> SavedChat:
         """The saved answer with its GPU hit rate when the expert monitor knows it."""

@@ -29,6 +29,8 @@ class EarlyRequest:
         self.origin = origin  # what sent it (a ChatClient): only a request to the same endpoint can take it
         self.kwargs = kwargs
         self.sent_at = sent_at
+        self.attachment: object = None  # what the sender keeps with it (the meter: the tokens it reserved)
+        self._on_cancel: list[Callable[[], None]] = []
         self._lock = threading.Lock()
         self._opened = threading.Event()
         self._response: HttpResponse | None = None
@@ -51,6 +53,10 @@ class EarlyRequest:
             if cancelled:
                 response.close()
         self._opened.set()
+
+    def on_cancel(self, callback: Callable[[], None]) -> None:
+        """Call `callback` once if this request is cancelled (never when its answer opened it)."""
+        self._on_cancel.append(callback)
 
     def matches(self, origin: object, kwargs: dict[str, Any]) -> bool:
         return origin is self.origin and kwargs == self.kwargs
@@ -86,6 +92,8 @@ class EarlyRequest:
         self._expiry.cancel()
         if response is not None:
             response.close()
+        for callback in self._on_cancel:
+            callback()
 
     @property
     def state(self) -> str:

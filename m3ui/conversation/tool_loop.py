@@ -7,12 +7,12 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from m3ui.client.client import ChatClient
 from m3ui.client.early_request import EarlyRequest
 from m3ui.client.events import StreamError, StreamEvent, ToolCall
 from m3ui.client.request import ForceTool, ToolChoice, WireMessage, WireTool
 from m3ui.client.settings import GenerationSettings
-from m3ui.client.stream import ChatStream, ReadGap
+from m3ui.client.source import EventStream, StreamSource
+from m3ui.client.stream import ReadGap
 from m3ui.conversation.assistant_builder import AssistantTurnBuilder
 from m3ui.conversation.openai_messages import to_openai_messages
 from m3ui.conversation.turns import Conversation, ToolTurn
@@ -77,7 +77,7 @@ class ToolLoop:
 
     def __init__(
         self,
-        client: ChatClient,
+        client: StreamSource,
         registry: ToolRegistry,
         settings: GenerationSettings,
         options: LoopOptions = LoopOptions(),
@@ -89,7 +89,7 @@ class ToolLoop:
         self._options, self._approve, self._read_gap = options, approve, read_gap
         self._early = early  # the first request, maybe sent already (taken only if it is the same)
         self._stopped = threading.Event()
-        self._stream: ChatStream | None = None
+        self._stream: EventStream | None = None
 
     def stop(self) -> None:
         self._stopped.set()

@@ -16,6 +16,8 @@ import gradio as gr
 from starlette.requests import HTTPConnection
 from starlette.types import Scope
 
+from m3ui.gateway.mount import GatewayLayer
+from m3ui.gateway.setup import app_gateway
 from m3ui.live.channel import LiveChannel
 from m3ui.live.early_ask import EarlyAsk
 from m3ui.live.holder import LiveHolder
@@ -23,7 +25,9 @@ from m3ui.owned_temp_dir import owned_temp_dir
 from m3ui.services import AppServices
 from m3ui.ui.account_view import build_account_tab
 from m3ui.ui.admin.view import build_admin_app
+from m3ui.ui.api_keys_view import build_api_keys
 from m3ui.ui.chat.view import build_chat_tab
+from m3ui.ui.connect_view import build_connect_tab
 from m3ui.ui.gradio_contacts.absent_modules import mark_absent
 from m3ui.ui.gradio_contacts.lazy_session_config import lazy_session_config
 from m3ui.ui.gradio_contacts.logins import GradioSessions
@@ -65,6 +69,9 @@ def build_main_app(services: AppServices) -> gr.Blocks:
             if services.policy.chat_login:
                 with gr.Tab("Account", id="account") as account_tab:
                     build_account_tab(services, account_tab)
+                    build_api_keys(services, account_tab)
+                with gr.Tab("Connect", id="connect") as connect_tab:
+                    build_connect_tab(services, connect_tab)
     # Gradio serializes each listener by default; a chat app must serve its users at once.
     demo.queue(default_concurrency_limit=None)
     pace_queue(demo)
@@ -117,7 +124,10 @@ def build_asgi_app(services: AppServices) -> fastapi.FastAPI:
     app.add_middleware(EarlyHead, snippet=page_head(EARLY_JS_DIR))
     stamps = SessionStamps(policy.session_stamp)
     services.end_sessions = lambda user, cookies: end_sessions(tuple(mounts), user, cookies, stamps.renew)
-    install_guards(app, policy, tuple(mounts), services.login_throttle, stamps)
+    gateway = app_gateway(services.link, policy.accounts, services.gateway_key, services.gateway_limits,
+                          lambda: services.fleet)
+    layer = {"gateway": gateway, "allowed_names": policy.allowed_hosts, "cors_origin": services.gateway_cors}
+    install_guards(app, policy, tuple(mounts), services.login_throttle, stamps, (GatewayLayer, layer))
     return app
 
 

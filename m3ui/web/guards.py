@@ -4,6 +4,8 @@ login throttle → the sign-up page → sessions checked against the accounts �
 
 from __future__ import annotations
 
+from typing import Any
+
 from starlette.applications import Starlette
 
 from m3ui.access import AccessPolicy
@@ -22,7 +24,9 @@ from m3ui.web.signup import SignupRoute
 
 
 def install_guards(app: Starlette, policy: AccessPolicy, mounts: tuple[GradioMount, ...],
-                   throttle: LoginThrottle, stamps: SessionStamps) -> None:
+                   throttle: LoginThrottle, stamps: SessionStamps,
+                   gateway: tuple[Any, dict[str, Any]] | None = None) -> None:
+    """`gateway`: the API gateway's layer and its arguments (m3ui/gateway/mount.py), inside the Host guard only."""
     # add_middleware wraps what was added before, so the last one added runs first.
     app.add_middleware(ApiGuard, mounts=mounts)
     app.add_middleware(SessionGuard, mounts=mounts, stamps=stamps, max_age_s=policy.session_max_age_s)
@@ -33,5 +37,7 @@ def install_guards(app: Starlette, policy: AccessPolicy, mounts: tuple[GradioMou
     if admin is not None and policy.admin_open_locally:
         app.add_middleware(AdminTokenGuard, token=policy.admin_token, prefix=admin.prefix)
     app.add_middleware(OriginGuard, allowed_names=policy.allowed_hosts)
+    if gateway is not None:
+        app.add_middleware(gateway[0], **gateway[1])
     app.add_middleware(HostGuard, allowed=allowed_hosts(policy.ui_host, policy.allowed_hosts))
     app.add_middleware(SecureCookies)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import gradio as gr
 
+from m3ui.ui.admin.api_keys import ApiKeysPanel, build_api_keys_panel
 from m3ui.ui.admin.attach import AttachPanel, build_attach_panel
 from m3ui.ui.admin.command import CommandPanel, build_command_panel
 from m3ui.ui.admin.diagnosis import DiagnosisPanel, build_diagnosis_panel
@@ -54,6 +55,7 @@ class AdminView:
     fleet_tab: gr.Tab
     tune: TunePanel  # wired on its own (m3ui/ui/admin/tune.py)
     tune_tab: gr.Tab
+    api_keys: ApiKeysPanel | None = None  # in the Users tab, wired on its own (m3ui/ui/admin/api_keys.py)
 
 
 def build_layout(fleet: bool = False) -> AdminView:
@@ -93,6 +95,7 @@ def build_layout(fleet: bool = False) -> AdminView:
             tune = build_tune_panel()
         with gr.Tab("Users", id="users") as users_tab:
             users = build_users_panel()
+            api_keys = build_api_keys_panel()
     return AdminView(strip, diagnosis, preset, load_preset, form, command, sizing, logs, log_tab, summary, hardware_tab,
                      profiles, weights, attach, gr.Timer(TICK_S), gr.State({}), placement,
-                     users, users_tab, fleet_panel, fleet_tab, tune, tune_tab)
+                     users, users_tab, fleet_panel, fleet_tab, tune, tune_tab, api_keys)

@@ -12,6 +12,7 @@ from m3ui.admin.fleet import FleetDesk
 from m3ui.admin.tune import TuneDesk
 from m3ui.admin.weights import WeightsDesk
 from m3ui.services import AppServices
+from m3ui.ui.admin.api_keys import ApiKeysEvents
 from m3ui.ui.admin.events import AdminEvents
 from m3ui.ui.admin.fleet import FleetEvents
 from m3ui.ui.admin.guard import AdminGuard
@@ -31,6 +32,8 @@ def build_admin_app(services: AppServices) -> gr.Blocks:
         PlacementEvents(view.placement, console, guard).wire()
         UsersEvents(view.users, services.policy.accounts, guard,
                     lambda name: services.end_sessions(name, {})).wire(view.users_tab)
+        if view.api_keys is not None:
+            ApiKeysEvents(view.api_keys, services.policy.accounts, guard).wire(view.users_tab)
         FleetEvents(view.fleet, FleetDesk(services.fleet), guard).wire(view.fleet_tab)
         TuneEvents(view.tune, TuneDesk(services), guard).wire(view.tune_tab)
     return demo
