@@ -144,7 +144,8 @@ def start_fleet_file(path: Path, data_dir: Path, services: object) -> int:
     atexit.register(supervisor.stop)
     follow_fleet(supervisor, sys.stderr)  # workers starting and ready, the router, a worker dying and back
     services.fleet = supervisor  # type: ignore[attr-defined]
-    services.link.attach(fleet.router.url, None, attached_as=FLEET_ROUTER)  # type: ignore[attr-defined]
+    services.link.attach(fleet.router.url, None, attached_as=FLEET_ROUTER,  # type: ignore[attr-defined]
+                         simulated=fleet.engine.kind == "sim")
     return 0
 
 

@@ -70,6 +70,7 @@ class EngineLink:
         self._settings: LaunchSettings | None = None
         self._engine: Engine | None = None
         self._attached_as: str | None = None
+        self._attached_simulated = False  # an attached URL known to front simulated engines (a sim fleet's router)
         supervisor.on_auto_restart = self.adopted  # it may relaunch the last good settings, not the ones that died
 
     @property
@@ -109,12 +110,13 @@ class EngineLink:
             self._mode = "simulated" if engine.kind == "sim" else "launched"
             self._api_key, self._settings, self._engine = settings.api_key, settings, engine
 
-    def attach(self, url: str, api_key: str | None, attached_as: str | None = None) -> None:
-        """`attached_as`: what the URL is, in words, when the app knows (e.g. "Fleet router")."""
+    def attach(self, url: str, api_key: str | None, attached_as: str | None = None, simulated: bool = False) -> None:
+        """`attached_as`: what the URL is, in words, when the app knows (e.g. "Fleet router"); `simulated`: the
+        app knows that simulated engines answer behind it (a router does not pass on their `m3ui_simulated`)."""
         self.supervisor.attach(url, api_key)
         with self._lock:
             self._mode, self._api_key, self._settings, self._engine = "attached", api_key, None, None
-            self._attached_as = attached_as
+            self._attached_as, self._attached_simulated = attached_as, simulated
 
     @property
     def fronts_a_fleet(self) -> bool:
@@ -131,7 +133,8 @@ class EngineLink:
         return EngineStatus(
             mode=self._mode,
             state=snap.state, ready=ready, phase_detail=snap.phase_detail,
-            simulated=self._mode == "simulated" or bool(snap.readiness and snap.readiness.simulated),
+            simulated=(self._mode == "simulated" or (self._mode == "attached" and self._attached_simulated)
+                       or bool(snap.readiness and snap.readiness.simulated)),
             progress=snap.progress, url=snap.url, model=models[0] if models else None,
             failure=_failure_line(snap.diagnosis, snap.auto_restart) if snap.state is EngineState.FAILED else None,
             restart_in_s=_restart_in(snap.auto_restart) if snap.state is EngineState.FAILED else None,

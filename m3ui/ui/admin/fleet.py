@@ -33,6 +33,7 @@ Describe the fleet in a JSON file and start the app with it:</p>
  "workers": [{"port": 30010}, {"port": 30011}]}</pre>
 <p class="m3a-dim">docs/FLEET.md describes the file (real engines with their GPUs and NUMA nodes, workers on
 other hosts, attached URLs) and <code>python -m launch fleet command</code>, which prints every command.</p></div>"""
+SIMULATED_FLEET = "Every worker launched here is a simulated engine: scripted answers, no model, no GPU."
 # Badge colour per fleet state (m3a-state-* classes of assets/admin.css and admin-fleet.css).
 STATE_CLASS = {FleetState.READY: "ready", FleetState.STARTING: "starting", FleetState.DEGRADED: "degraded",
                FleetState.FAILED: "failed", FleetState.STOPPING: "stopping", FleetState.STOPPED: "stopping"}
@@ -99,10 +100,12 @@ def render_router(router: RouterRow) -> str:
               f'<span class="m3a-tag {"m3a-ok" if router.healthy else "m3f-bad"}">/health '
               f'{"200" if router.healthy else "not answering"}</span>')
     pid = f'<span class="m3a-dim">pid {router.pid}</span>' if router.pid else ""
+    sim = (f'<span class="m3-badge m3-badge-sim" title="{esc(SIMULATED_FLEET)}">SIMULATED</span>'
+           if router.simulated else "")
     return (f'<div class="m3a-status-card m3f-router" data-fleet-state="{router.state.value}" '
             f'data-router-healthy="{str(router.healthy).lower()}"><div class="m3a-status-line">'
             f'<span class="m3a-state m3a-state-{STATE_CLASS[router.state]}">{router.state.value.upper()}</span>'
-            f'<span class="m3a-kind">Router</span><code>{esc(router.url)}</code>'
+            f'<span class="m3a-kind">Router</span>{sim}<code>{esc(router.url)}</code>'
             f'<span class="m3a-tag">{esc(router.policy)}</span>{health}{pid}</div>'
             f'<div class="m3a-detail">{esc(router.detail)}</div></div>')
 
