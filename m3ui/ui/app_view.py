@@ -28,6 +28,7 @@ from m3ui.ui.gradio_costs.queue_pacing import pace_queue
 from m3ui.ui.gradio_sessions import GradioSessions
 from m3ui.ui.header_view import build_header
 from m3ui.ui.monitor.view import build_monitor_tab
+from m3ui.ui.real_engine_page import real_engine_route
 from m3ui.ui.tools_view import build_tools_tab
 from m3ui.web.early_head import EarlyHead
 from m3ui.web.guards import install_guards
@@ -35,7 +36,7 @@ from m3ui.web.mounts import GradioMount
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 # Every page's styles, and its scripts (assets/js/*.js, each one concern, run once per page load).
-CSS_FILES = ("m3ui.css", "theme.css", "phone.css")
+CSS_FILES = ("m3ui.css", "theme.css", "phone.css", "simulated.css")
 JS_DIR = ASSETS / "js"
 # Scripts that must run before the first paint (Gradio runs the others after it mounts): put into the HTML itself.
 EARLY_JS_DIR = ASSETS / "head"
@@ -101,6 +102,7 @@ def build_asgi_app(services: AppServices) -> fastapi.FastAPI:
     mounts.append(gradio_mount(app, "", "chat", main))
     # before the main app's mount, which takes every path
     app.router.routes.insert(0, LiveChannel(services.live_feeds, mounts[-1].logged_in).route())
+    app.router.routes.insert(0, real_engine_route())
     app.router.routes.insert(0, EarlyAsk(lambda *asked: services.send_early(*asked), mounts[-1].logged_in,
                                          mounts[-1].user).route())
     app.add_middleware(EarlyHead, snippet=page_head(EARLY_JS_DIR))
