@@ -136,7 +136,8 @@ class EngineLink:
             simulated=(self._mode == "simulated" or (self._mode == "attached" and self._attached_simulated)
                        or bool(snap.readiness and snap.readiness.simulated)),
             progress=snap.progress, url=snap.url, model=models[0] if models else None,
-            failure=_failure_line(snap.diagnosis, snap.auto_restart) if snap.state is EngineState.FAILED else None,
+            failure=(_failure_line(snap.diagnosis, snap.auto_restart, self._mode == "simulated")
+                     if snap.state is EngineState.FAILED else None),
             restart_in_s=_restart_in(snap.auto_restart) if snap.state is EngineState.FAILED else None,
             attached_as=self._attached_as,
         )
@@ -161,8 +162,10 @@ def _restart_in(auto: AutoRestart | None) -> float | None:
     return max(0.0, auto.due_at - time.time()) if auto is not None and auto.due_at is not None else None
 
 
-def _failure_line(diagnosis: Diagnosis | None, auto: AutoRestart | None) -> str:
+def _failure_line(diagnosis: Diagnosis | None, auto: AutoRestart | None, simulated: bool) -> str:
     what = diagnosis.plain if diagnosis is not None else "The engine stopped unexpectedly"
+    if simulated and diagnosis is not None and (note := diagnosis.simulated_note()):
+        what = f"{what}. {note.rstrip('.')}"
     wait = _restart_in(auto)
     if auto is not None and wait is not None:
         return f"{what}; it restarts by itself in {wait:.0f} s (attempt {auto.attempt} of {auto.max_attempts})."

@@ -197,11 +197,13 @@ class AdminEvents:
         snap = self.console.snapshot()
         diagnosis = snap.diagnosis if snap.state is EngineState.FAILED else None
         log = self.log_text(contains, problems_only, polling)
-        now = {"status": render_status(snap, self.services.link.status()),
+        link = self.services.link.status()
+        now = {"status": render_status(snap, link),
                "diagnosis": (str(snap.run_dir), diagnosis.cause.value) if diagnosis else None,
                "log": log, "weights": render_progress(self.desk.progress()), "state": snap.state.value}
         fresh = {k: now[k] != seen.get(k) for k in now}
-        diag = (self.v.diagnosis.updates(diagnosis, self.console.last_good.load()) if fresh["diagnosis"]
+        diag = (self.v.diagnosis.updates(diagnosis, self.console.last_good.load(), link.simulated)
+                if fresh["diagnosis"]
                 else [gr.skip()] * len(self.v.diagnosis.outputs))
         # "Starting… follow the phases" is stale once the start has ended: say how it ended.
         ended = state_change_outcome(seen.get("state"), snap)

@@ -1,0 +1,52 @@
+"""The admin panel as a new operator finds it, in real Chromium against `python app.py` on the simulated engine:
+an out-of-memory failure says that the GPU is simulated too."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.app_process import running_app
+from tests.browser import chromium_page
+from tests.test_browser_admin import log_in, wait_state
+
+pytestmark = pytest.mark.browser
+ADMIN_PASSWORD = "cockpit-pw"
+UI_TIMEOUT_MS = 60_000
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    with running_app(tmp_path_factory.mktemp("admin-look"), "--admin-password", ADMIN_PASSWORD,
+                     env={"M3UI_SIM_STARTUP_SECONDS": "1"}) as app:
+        yield app
+
+
+@pytest.fixture
+def admin(app):
+    with chromium_page((1440, 900)) as page:
+        page.set_default_timeout(UI_TIMEOUT_MS)
+        log_in(page, app.url + "/admin/")
+        wait_state(page, "ready")
+        yield page
+
+
+def test_a_simulated_out_of_memory_says_the_gpu_is_simulated_too(admin) -> None:
+    page = admin
+    page.locator("#m3-engine-stop").click()
+    wait_state(page, "stopped", 30)
+    experts = page.locator("#m3-field-kt_num_gpu_experts input")
+    good = experts.input_value()
+    experts.fill("60")
+    page.locator("#m3-msg-kt_num_gpu_experts").get_by_text("CUDA out of memory").wait_for()
+    page.locator("#m3-engine-start").click()
+    page.locator("#m3-engine-start-anyway").click()
+    wait_state(page, "failed")
+    diagnosis = page.locator("#m3-diagnosis")
+    expect(diagnosis).to_contain_text("CUDA out of memory while loading")
+    expect(diagnosis.locator(".m3a-diag-sim")).to_contain_text("The GPU is simulated too")
+
+    experts.fill(good)
+    page.locator("#m3-engine-start").click()
+    wait_state(page, "ready")
+
