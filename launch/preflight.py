@@ -10,7 +10,7 @@ from pathlib import Path
 
 from launch.command import Command, CommandError, Engine, build_command
 from launch.findings import Finding, has_errors
-from launch.hardware import HardwareReport, detect_hardware
+from launch.hardware import HardwareReport, detect_cpu, detect_hardware
 from launch.model_config import ModelConfigError, ModelShape, load_model_shape
 from launch.settings import LaunchSettings
 from launch.sim.config import SimConfigError, load_sim_config
@@ -45,10 +45,14 @@ def host_facts(report: HardwareReport) -> HostFacts:
 
 
 def simulated_host(settings: LaunchSettings) -> HostFacts:
-    """The simulated engine's hardware, as it will see it (the same M3UI_SIM_* environment variables)."""
+    """The simulated engine's hardware, as it will see it: its GPUs from the same M3UI_SIM_* environment
+    variables, and this machine's CPUs, which it runs on and which the Monitor lays kt-kernel's pools over (so the
+    checks and the Monitor judge --kt-cpuinfer against the same CPUs)."""
     hw = load_sim_config(max(1, settings.tp_size))
+    cpu = detect_cpu()
     return HostFacts(gpu_count=hw.gpu_count, gpu_bytes=hw.gpu_bytes, compute_capability=(9, 0),
-                     physical_cores=None, logical_cores=None, numa_node_ids=(), ram_bytes=hw.ram_bytes,
+                     physical_cores=cpu.physical_cores, logical_cores=cpu.logical_cores,
+                     numa_node_ids=tuple(n.id for n in cpu.numa_nodes if n.cpus), ram_bytes=hw.ram_bytes,
                      simulated=True)
 
 

@@ -1,8 +1,10 @@
 """The admin panel as a new operator finds it, in real Chromium against `python app.py` on the simulated engine:
-an out-of-memory failure says that the GPU is simulated too."""
+an out-of-memory failure says that the GPU is simulated too; the checks flag a --kt-cpuinfer this machine cannot
+give, as the Monitor does."""
 
 from __future__ import annotations
 
+import psutil
 import pytest
 from playwright.sync_api import expect
 
@@ -50,3 +52,19 @@ def test_a_simulated_out_of_memory_says_the_gpu_is_simulated_too(admin) -> None:
     page.locator("#m3-engine-start").click()
     wait_state(page, "ready")
 
+
+def test_the_checks_flag_more_cpu_threads_than_this_machine_has_as_the_monitor_does(admin, app) -> None:
+    page = admin
+    too_many = (psutil.cpu_count(logical=True) or 1) * 2 + 2
+    page.locator("#m3-field-kt_cpuinfer input").fill(str(too_many))
+    message = page.locator("#m3-msg-kt_cpuinfer")
+    expect(message).to_contain_text(f"--kt-cpuinfer {too_many} exceeds the")
+    expect(message).to_contain_text("share CPUs")
+    page.locator("#m3-engine-restart").click()  # a warning, not an error: the simulated engine starts anyway
+    wait_state(page, "ready")
+
+    monitor = page.context.new_page()
+    monitor.goto(app.url)
+    monitor.get_by_role("tab", name="Monitor").click()
+    expect(monitor.locator("#m3-mon-cpu")).to_contain_text("workers share CPUs", timeout=30_000)
+    monitor.close()
