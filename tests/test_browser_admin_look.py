@@ -68,3 +68,25 @@ def test_the_checks_flag_more_cpu_threads_than_this_machine_has_as_the_monitor_d
     monitor.get_by_role("tab", name="Monitor").click()
     expect(monitor.locator("#m3-mon-cpu")).to_contain_text("workers share CPUs", timeout=30_000)
     monitor.close()
+
+
+def test_start_stop_and_restart_are_enabled_only_when_they_can_act_and_say_what_they_act_on(admin) -> None:
+    page = admin
+    start, stop, restart = (page.locator(f"#m3-engine-{name}") for name in ("start", "stop", "restart"))
+    acts_on = page.locator("#m3-engine-acts-on")
+    expect(start).to_be_disabled()  # an engine runs: Start has nothing to do, Restart does
+    expect(stop).to_be_enabled()
+    expect(restart).to_be_enabled()
+    expect(acts_on).to_contain_text("They act on the simulated engine at http://127.0.0.1:")
+
+    stop.click()
+    wait_state(page, "stopped", 30)
+    expect(start).to_be_enabled()
+    expect(stop).to_be_disabled()
+    expect(restart).to_be_disabled()
+    expect(acts_on).to_contain_text("No engine runs: Start launches the settings below.")
+
+    start.click()
+    wait_state(page, "ready")
+    expect(start).to_be_disabled()
+    expect(stop).to_be_enabled()

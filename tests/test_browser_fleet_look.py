@@ -59,3 +59,26 @@ def test_a_simulated_fleet_says_simulated_in_the_chat_header_the_admin_and_the_f
         page.get_by_role("tab", name="Fleet").click()
         router = page.locator('#m3-fleet-router [data-fleet-state="ready"]')
         expect(router.locator(".m3-badge-sim")).to_have_text("SIMULATED")
+
+
+def test_on_a_fleet_the_engine_buttons_say_they_are_off_and_remove_waits_for_a_worker(fleet_app) -> None:
+    with chromium_page((1440, 900)) as page:
+        page.set_default_timeout(UI_TIMEOUT_MS)
+        admin_page(page, fleet_app)
+        for name in ("start", "stop", "restart"):
+            expect(page.locator(f"#m3-engine-{name}")).to_be_disabled()
+        expect(page.locator("#m3-engine-acts-on")).to_contain_text("Fleet tab")
+
+        page.get_by_role("tab", name="Fleet").click()
+        worker = page.locator("#m3-fleet-workers tbody tr").first
+        worker.wait_for()
+        url = worker.get_attribute("data-url")
+        remove = page.locator("#m3-fleet-remove")
+        expect(page.locator("#m3-fleet-chosen input")).to_have_value("router")  # the router's log, to read
+        expect(remove).to_be_disabled()  # but nothing to remove
+        page.locator("#m3-fleet-chosen input").click()
+        page.get_by_role("option", name=url, exact=True).click()
+        expect(remove).to_be_enabled()
+        page.locator("#m3-fleet-chosen input").click()
+        page.get_by_role("option", name="router", exact=True).click()
+        expect(remove).to_be_disabled()
