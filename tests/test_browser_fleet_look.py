@@ -1,10 +1,12 @@
 """A fleet of simulated workers as people see it, in real Chromium against `python app.py --fleet FILE` (the real
 sglang-router in front of one simulated worker, no expert recorder): the chat header, the admin's status and its
-Fleet tab all say SIMULATED."""
+Fleet tab all say SIMULATED; the engine buttons, which act on one engine, are off and say so, and Remove waits for a
+worker to be picked; the Monitor says in one short note that the workers record no experts."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -82,3 +84,21 @@ def test_on_a_fleet_the_engine_buttons_say_they_are_off_and_remove_waits_for_a_w
         page.locator("#m3-fleet-chosen input").click()
         page.get_by_role("option", name="router", exact=True).click()
         expect(remove).to_be_disabled()
+
+
+def test_the_monitor_of_a_fleet_without_the_recorder_says_so_in_one_short_note(fleet_app) -> None:
+    with chromium_page((1440, 900)) as page:
+        page.set_default_timeout(UI_TIMEOUT_MS)
+        page.goto(fleet_app.url)
+        page.get_by_role("tab", name="Monitor").click()
+        experts = page.locator("#m3-mon-experts")
+        off = experts.locator(".m3-note").filter(has_text="The expert recorder is off.")
+        expect(off).to_have_count(1)  # once for the fleet, not a paragraph per worker
+        expect(off).to_contain_text("The workers run without it")
+        shown = experts.inner_text()
+        assert len(shown) < 200 and "--" not in shown, shown  # the flags that turn it on are folded away
+        off.get_by_text("How to turn it on").click()
+        expect(off).to_contain_text("--expert-distribution-recorder-mode")
+        expect(page.locator("#m3-mon-headline .m3-kpi-gpu")).to_contain_text("expert recorder off")
+        expect(page.locator("#m3-mon-engine")).to_contain_text(re.compile(r"Expert recorder\s*off"))
+        expect(page.locator("#m3-mon-cpu")).to_contain_text("A fleet: each worker's figures are in the table")
