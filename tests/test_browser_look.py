@@ -1,5 +1,6 @@
 """How the pages look, measured in real Chromium against `python app.py`: bold and uppercase text is set in one
-font (no capital A from another font in the middle of a word)."""
+font (no capital A from another font in the middle of a word); the admin's secondary buttons look like buttons in
+the light theme (an edge that stands out from what is behind them)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,36 @@ ADMIN_PASSWORD = "look-admin-pw-1"
 def app(tmp_path_factory):
     with running_app(tmp_path_factory.mktemp("look"), "--admin-password", ADMIN_PASSWORD) as app:
         yield app
+
+
+# WCAG's contrast ratio of two CSS colours, and the opaque background behind an element (the nearest one painted).
+CONTRAST_JS = """
+window.m3Luminance = (colour) => {
+  const [r, g, b] = colour.match(/[\\d.]+/g).slice(0, 3).map(Number).map(v => {
+    v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+};
+window.m3Contrast = (a, b) => {
+  const [x, y] = [m3Luminance(a), m3Luminance(b)].sort((p, q) => q - p);
+  return (x + 0.05) / (y + 0.05);
+};
+window.m3Behind = (element) => {
+  for (let e = element.parentElement; e; e = e.parentElement) {
+    const colour = getComputedStyle(e).backgroundColor;
+    if (!colour.startsWith('rgba(0, 0, 0, 0)') && !colour.endsWith(', 0)')) return colour;
+  }
+  return 'rgb(255, 255, 255)';
+};"""
+SECONDARY = ("#m3-users-enable", "#m3-users-set-password", "#m3-users-set-role", "#m3-users-set-quota",
+             "#m3-users-save-settings", "#m3-profile-no-startup")
+
+
+def log_in_admin(page, app) -> None:
+    page.goto(app.url + "/admin/?__theme=light")
+    page.locator("input[type=text]").fill("admin")
+    page.locator("input[type=password]").fill(ADMIN_PASSWORD)
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#m3-admin-status .m3a-state")
 
 
 def fonts_of(page, selector: str) -> list[str]:
@@ -40,10 +71,23 @@ def test_bold_and_uppercase_text_is_drawn_in_one_font(app) -> None:
         page.wait_for_selector("#m3-mon-headline .m3-kpi-label")
         for selector in (".m3-h h3", "#m3-mon-headline .m3-kpi-label", "#m3-header .m3-title"):
             assert len(set(fonts_of(page, selector))) == 1, (selector, fonts_of(page, selector))
-        page.goto(app.url + "/admin/")
-        page.locator("input[type=text]").fill("admin")
-        page.locator("input[type=password]").fill(ADMIN_PASSWORD)
-        page.keyboard.press("Enter")
-        page.wait_for_selector("#m3-admin-status .m3a-state")
+        log_in_admin(page, app)
         for selector in ("#m3-admin-status .m3a-state", ".m3a-admin-title"):
             assert len(set(fonts_of(page, selector))) == 1, (selector, fonts_of(page, selector))
+
+
+def test_secondary_admin_buttons_look_like_buttons_in_the_light_theme(app) -> None:
+    with chromium_page((1440, 900)) as page:
+        page.set_default_timeout(UI_TIMEOUT_MS)
+        page.add_init_script(CONTRAST_JS)
+        log_in_admin(page, app)
+        for tab, selectors in (("Users", SECONDARY[:5]), ("Profiles", SECONDARY[5:])):
+            page.get_by_role("tab", name=tab).click()
+            for selector in selectors:
+                button = page.locator(selector)
+                button.wait_for()
+                edge = button.evaluate("""b => { const s = getComputedStyle(b);
+                  return [parseFloat(s.borderTopWidth), m3Contrast(s.borderTopColor, m3Behind(b)),
+                          m3Contrast(s.backgroundColor, m3Behind(b))]; }""")
+                # a drawn edge that stands out from the panel behind, or a fill that does
+                assert (edge[0] >= 1 and edge[1] >= 1.5) or edge[2] >= 1.5, (selector, edge)
