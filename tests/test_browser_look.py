@@ -1,6 +1,8 @@
 """How the pages look, measured in real Chromium against `python app.py`: bold and uppercase text is set in one
 font (no capital A from another font in the middle of a word); the admin's secondary buttons look like buttons in
-the light theme (an edge that stands out from what is behind them)."""
+the light theme (an edge that stands out from what is behind them); tool arguments, reasoning and the stats line
+meet WCAG AA (4.5:1, as drawn: with the opacity of every block around them) in both themes, reasoning at 13 px or
+more."""
 
 from __future__ import annotations
 
@@ -38,6 +40,16 @@ window.m3Behind = (element) => {
     if (!colour.startsWith('rgba(0, 0, 0, 0)') && !colour.endsWith(', 0)')) return colour;
   }
   return 'rgb(255, 255, 255)';
+};
+window.m3TextContrast = (element) => {
+  let alpha = 1;
+  for (let e = element; e; e = e.parentElement) alpha *= parseFloat(getComputedStyle(e).opacity);
+  const fg = getComputedStyle(element).color.match(/[\\d.]+/g).map(Number);
+  alpha *= fg.length > 3 ? fg[3] : 1;
+  const behind = m3Behind(element);
+  const bg = behind.match(/[\\d.]+/g).map(Number);
+  const seen = [0, 1, 2].map(i => Math.round(fg[i] * alpha + bg[i] * (1 - alpha)));
+  return m3Contrast(`rgb(${seen.join(', ')})`, behind);
 };"""
 SECONDARY = ("#m3-users-enable", "#m3-users-set-password", "#m3-users-set-role", "#m3-users-set-quota",
              "#m3-users-save-settings", "#m3-profile-no-startup")
@@ -91,3 +103,32 @@ def test_secondary_admin_buttons_look_like_buttons_in_the_light_theme(app) -> No
                           m3Contrast(s.backgroundColor, m3Behind(b))]; }""")
                 # a drawn edge that stands out from the panel behind, or a fill that does
                 assert (edge[0] >= 1 and edge[1] >= 1.5) or edge[2] >= 1.5, (selector, edge)
+
+
+@pytest.mark.parametrize("theme", ["dark", "light"])
+def test_tool_arguments_reasoning_and_the_stats_line_meet_wcag_aa(app, theme: str) -> None:
+    with chromium_page((1440, 900)) as page:
+        page.set_default_timeout(UI_TIMEOUT_MS)
+        page.add_init_script(CONTRAST_JS)
+        page.goto(f"{app.url}/?__theme={theme}")
+        wait_engine_ready(page)
+        page.get_by_role("tab", name="Tools").click()
+        page.fill("#m3-tools-message textarea", "What's the weather in Tokyo?")
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#m3-tools-chatbot pre code .token.property")
+        arguments = page.evaluate("""() => [...document.querySelectorAll('#m3-tools-chatbot pre code .token')]
+          .map(e => [e.textContent, m3TextContrast(e)])""")
+        assert arguments and all(ratio >= 4.5 for _, ratio in arguments), arguments
+
+        page.get_by_role("tab", name="Chat").click()
+        page.get_by_label("Enabled").first.check()
+        page.fill("#m3-message textarea", "Solve step by step: 17 * 23")
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#m3-chatbot .m3-stats")
+        page.locator("#m3-chatbot .thought-group [role=button]").first.click()  # unfold the reasoning
+        reasoning = page.locator("#m3-chatbot .thought-group .message-content p").first
+        reasoning.wait_for()
+        size, ratio = reasoning.evaluate("e => [parseFloat(getComputedStyle(e).fontSize), m3TextContrast(e)]")
+        assert size >= 13 and ratio >= 4.5, (size, ratio)
+        stats = page.locator("#m3-chatbot .m3-stats").last.evaluate("e => m3TextContrast(e)")
+        assert stats >= 4.5, stats
