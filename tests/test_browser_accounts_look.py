@@ -45,6 +45,16 @@ def sign_in(page, url: str, user: str, password: str) -> None:
     page.keyboard.press("Enter")
 
 
+def test_the_account_tab_says_how_much_quota_is_left_and_warns_near_the_limit(app) -> None:
+    with chromium_page((1440, 900)) as page:
+        page.set_default_timeout(UI_TIMEOUT_MS)
+        sign_in(page, app.url + "/", *BOB)
+        page.get_by_role("tab", name="Account").click()
+        left = page.locator("#m3-account-usage .m3-quota")
+        expect(left).to_have_attribute("data-quota", "near")
+        expect(left).to_contain_text(f"Only {QUOTA - USED:,} of your {QUOTA:,} daily tokens are left today")
+
+
 def readable(page, selector: str) -> str:
     """'scrolls' when the table sits in a box that scrolls sideways and is wider than it; else where it ends."""
     return page.evaluate("""(selector) => { const table = document.querySelector(selector);
