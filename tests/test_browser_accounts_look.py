@@ -45,6 +45,23 @@ def sign_in(page, url: str, user: str, password: str) -> None:
     page.keyboard.press("Enter")
 
 
+def test_the_login_page_has_the_name_a_theme_toggle_a_clear_refusal_and_keeps_the_user_name(app) -> None:
+    with chromium_page(PHONE) as page:
+        page.set_default_timeout(UI_TIMEOUT_MS)
+        sign_in(page, app.url + "/", BOB[0], "not-the-password")
+        expect(page.get_by_role("alert")).to_have_text("Wrong user name or password.")
+        expect(page.get_by_text("Incorrect Credentials")).to_be_hidden()
+        expect(page.locator(".m3-login-head")).to_contain_text("m3ui · MiniMax-M3")
+        expect(page.locator("input[type=text]")).to_have_value(BOB[0])
+        toggle = page.locator(".m3-login-head .m3-theme-toggle")
+        expect(toggle).to_have_accessible_name("☾ Dark")
+        toggle.click()
+        assert page.evaluate("document.documentElement.classList.contains('dark')")
+        page.locator("input[type=password]").fill(BOB[1])  # the kept name is the form's: only the password again
+        page.keyboard.press("Enter")
+        page.locator("#m3-message textarea").wait_for()
+
+
 def test_the_account_tab_says_how_much_quota_is_left_and_warns_near_the_limit(app) -> None:
     with chromium_page((1440, 900)) as page:
         page.set_default_timeout(UI_TIMEOUT_MS)
