@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from launch.supervisor import EngineState
 from m3ui.engine_link import EngineStatus
-from m3ui.ui.header_view import render_status
+from m3ui.ui.header_view import render_banner, render_status
 from tests.app_process import running_app
 from tests.browser import chromium_page
 from tests.test_browser_chat import wait_engine_ready
@@ -25,7 +25,7 @@ def test_a_phone_sees_the_banner_the_way_to_the_real_engine_and_what_simulated_m
         page.set_default_timeout(UI_TIMEOUT_MS)
         page.goto(app.url)
         wait_engine_ready(page)
-        banner = page.locator("#m3-header .m3-sim-banner")
+        banner = page.locator("#m3-sim-banner .m3-sim-banner")
         expect(banner).to_be_visible()
         expect(banner).to_contain_text("Scripted answers, no model here.")
         box = banner.bounding_box()
@@ -59,7 +59,7 @@ def test_a_phone_sees_the_banner_the_way_to_the_real_engine_and_what_simulated_m
         wait_engine_ready(page)
         page.wait_for_timeout(1500)  # redrawn headers included
         expect(page.locator("#m3-header .m3-badge-sim")).to_be_visible()
-        expect(page.locator("#m3-header .m3-sim-banner")).to_be_hidden()
+        expect(page.locator("#m3-sim-banner .m3-sim-banner")).to_be_hidden()
 
 
 def test_a_real_engine_shows_no_simulated_note() -> None:
@@ -68,4 +68,5 @@ def test_a_real_engine_shows_no_simulated_note() -> None:
                           model="MiniMax-M3")
     shown = render_status(status)
     assert "m3-sim" not in shown and "SIMULATED" not in shown
-    assert "m3-sim-banner" in render_status(EngineStatus(**{**vars(status), "simulated": True, "mode": "simulated"}))
+    assert render_banner(status) == ""
+    assert "m3-sim-banner" in render_banner(EngineStatus(**{**vars(status), "simulated": True, "mode": "simulated"}))

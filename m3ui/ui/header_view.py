@@ -34,7 +34,7 @@ SIM_BANNER = ('<div class="m3-sim-banner" role="status"><span>Scripted answers, 
 
 
 def render_status(status: EngineStatus) -> str:
-    badge, sim_notes = (SIM_BADGE, SIM_ABOUT + SIM_BANNER) if status.simulated else ("", "")
+    badge, sim_notes = (SIM_BADGE, SIM_ABOUT) if status.simulated else ("", "")
     state = "ready" if status.ready else status.state.value
     return (f'<div class="m3-header" data-engine-state="{state}">'
             f'<span class="m3-title">m3ui · MiniMax-M3 on SGLang + KT-Kernel</span>{badge}'
@@ -42,9 +42,20 @@ def render_status(status: EngineStatus) -> str:
             f'{sim_notes}</div>')
 
 
+def render_banner(status: EngineStatus) -> str:
+    """Below the header, not in it: on a phone the header stays on screen, the banner scrolls away."""
+    return SIM_BANNER if status.simulated else ""
+
+
 def build_header(services: AppServices) -> gr.HTML:
-    header = gr.HTML(render_status(services.link.status()), elem_id="m3-header")
+    status = services.link.status()
+    header = gr.HTML(render_status(status), elem_id="m3-header")
+    banner = gr.HTML(render_banner(status), elem_id="m3-sim-banner", elem_classes=["m3-sim-banner-box"])
+
+    def shown() -> tuple[str, str]:
+        now = services.link.status()
+        return render_status(now), render_banner(now)
+
     timer = gr.Timer(STATUS_REFRESH_S)
-    timer.tick(lambda: render_status(services.link.status()), None, header, show_progress="hidden",
-               queue=False)
+    timer.tick(shown, None, [header, banner], show_progress="hidden", queue=False)
     return header
