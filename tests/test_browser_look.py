@@ -64,7 +64,10 @@ def log_in_admin(page, app) -> None:
 
 
 def fonts_of(page, selector: str) -> list[str]:
-    """The fonts Chromium really drew the first element matching `selector` with (one per family used)."""
+    """The fonts Chromium really drew the first element matching `selector` with (one per face used), once the
+    page's fonts have loaded."""
+    page.evaluate("async () => { await document.fonts.load('700 16px \"m3ui Source Sans\"'); "
+                  "await document.fonts.ready; }")
     cdp = page.context.new_cdp_session(page)
     cdp.send("DOM.enable")
     cdp.send("CSS.enable")
