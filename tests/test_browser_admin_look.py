@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from tests.app_process import running_app
 from tests.browser import chromium_page
-from tests.test_browser_admin import log_in, wait_state
+from tests.test_browser_admin import log_in, start_with_too_many_gpu_experts, wait_state
 
 pytestmark = pytest.mark.browser
 ADMIN_PASSWORD = "cockpit-pw"
@@ -35,20 +35,12 @@ def admin(app):
 
 def test_a_simulated_out_of_memory_says_the_gpu_is_simulated_too(admin) -> None:
     page = admin
-    page.locator("#m3-engine-stop").click()
-    wait_state(page, "stopped", 30)
-    experts = page.locator("#m3-field-kt_num_gpu_experts input")
-    good = experts.input_value()
-    experts.fill("60")
-    page.locator("#m3-msg-kt_num_gpu_experts").get_by_text("CUDA out of memory").wait_for()
-    page.locator("#m3-engine-start").click()
-    page.locator("#m3-engine-start-anyway").click()
-    wait_state(page, "failed")
+    good = start_with_too_many_gpu_experts(page)
     diagnosis = page.locator("#m3-diagnosis")
     expect(diagnosis).to_contain_text("CUDA out of memory while loading")
     expect(diagnosis.locator(".m3a-diag-sim")).to_contain_text("The GPU is simulated too")
 
-    experts.fill(good)
+    page.locator("#m3-field-kt_num_gpu_experts input").fill(good)
     page.locator("#m3-engine-start").click()
     wait_state(page, "ready")
 
