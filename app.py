@@ -176,7 +176,7 @@ def start_fleet_file(path: Path, data_dir: Path, services: AppServices) -> int:
     atexit.register(supervisor.stop)
     follow_fleet(supervisor, sys.stderr)  # workers starting and ready, the router, a worker dying and back
     services.fleet = supervisor
-    services.link.attach(fleet.router.url, None, attached_as=FLEET_ROUTER)
+    services.link.attach(fleet.router.url, None, attached_as=FLEET_ROUTER, simulated=fleet.engine.kind == "sim")
     return 0
 
 

@@ -40,6 +40,11 @@ class FailureCause(Enum):
     UNKNOWN = "unknown"
 
 
+# Failures of the GPU's memory: on the simulated engine the GPU that ran out is simulated too.
+GPU_MEMORY_CAUSES = frozenset({FailureCause.KV_POOL_TOO_SMALL, FailureCause.CUDA_OOM_AT_LOAD,
+                               FailureCause.CUDA_OOM_ACTIVATION, FailureCause.GRAPH_CAPTURE})
+
+
 @dataclass(frozen=True)
 class Diagnosis:
     cause: FailureCause
@@ -64,6 +69,14 @@ class Diagnosis:
     def plain(self) -> str:
         """What happened, in one sentence for people who only chat (no flags, no log lines)."""
         return _plain_words(self)
+
+    def simulated_note(self) -> str | None:
+        """What a GPU failure means when the simulated engine had it (this machine may have no GPU at all); None
+        for other failures, which are as real as their cause (a process killed is killed)."""
+        if self.cause not in GPU_MEMORY_CAUSES:
+            return None
+        return ("The GPU is simulated too: no real GPU ran out of memory. The simulated engine works out what these "
+                "settings need on the GPU it stands for, and fails as sglang-kt would there.")
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from launch.command import Command, CommandError, Engine, build_command
 from launch.findings import Finding, has_errors
-from launch.hardware import HardwareReport, detect_hardware
+from launch.hardware import HardwareReport, detect_cpu, detect_hardware
 from launch.host_file import HostFigures, HostFileError, sim_host
 from launch.model_config import ModelConfigError, ModelShape, load_model_shape
 from launch.settings import LaunchSettings
@@ -46,14 +46,22 @@ def host_facts(report: HardwareReport) -> HostFacts:
 
 
 def simulated_host(settings: LaunchSettings) -> HostFacts:
-    """The simulated engine's hardware, as it will see it (the same M3UI_SIM_* environment variables)."""
+    """The simulated engine's hardware, as it will see it: its GPUs from the same M3UI_SIM_* environment
+    variables, and this machine's CPUs, which it runs on and which the Monitor lays kt-kernel's pools over (so the
+    checks and the Monitor judge --kt-cpuinfer against the same CPUs)."""
     hw = load_sim_config(max(1, settings.tp_size))
     played = _played_host()  # M3UI_SIM_HOST: the CPU the sim plays is checked like a real one
-    cpu = played.cpu if played is not None else None
+    if played is not None:
+        cpu = played.cpu
+        return HostFacts(gpu_count=hw.gpu_count, gpu_bytes=hw.gpu_bytes, compute_capability=(9, 0),
+                         physical_cores=cpu.physical_cores, logical_cores=cpu.logical_cores,
+                         numa_node_ids=tuple(range(cpu.numa_nodes)), ram_bytes=hw.ram_bytes, simulated=True)
+    # otherwise this machine's CPUs, as the Monitor reads them: the sim's workers run here
+    here = detect_cpu()
     return HostFacts(gpu_count=hw.gpu_count, gpu_bytes=hw.gpu_bytes, compute_capability=(9, 0),
-                     physical_cores=cpu.physical_cores if cpu else None,
-                     logical_cores=cpu.logical_cores if cpu else None,
-                     numa_node_ids=tuple(range(cpu.numa_nodes)) if cpu else (), ram_bytes=hw.ram_bytes, simulated=True)
+                     physical_cores=here.physical_cores, logical_cores=here.logical_cores,
+                     numa_node_ids=tuple(n.id for n in here.numa_nodes if n.cpus), ram_bytes=hw.ram_bytes,
+                     simulated=True)
 
 
 def _played_host() -> HostFigures | None:

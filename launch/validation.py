@@ -114,6 +114,16 @@ def check_kt_active(s: LaunchSettings, shape: ModelShape | None, host: HostFacts
                    check="kt_method")
 
 
+def _on_host(host: HostFacts) -> Callable[..., Finding]:
+    """What a CPU setting this machine cannot honour is: an error for sglang-kt; for the simulated engine, which
+    runs no kt-kernel workers, a warning (it starts anyway, and the Monitor shows the same misfit)."""
+    return _warn if host.simulated else _err
+
+
+def _sim_note(host: HostFacts) -> str:
+    return " (the simulated engine starts anyway; sglang-kt would not run well like this)" if host.simulated else ""
+
+
 def check_cpu(s: LaunchSettings, shape: ModelShape | None, host: HostFacts | None) -> Iterator[Finding]:
     if s.kt_cpuinfer is None:
         if s.kt_weight_path:
@@ -121,12 +131,13 @@ def check_cpu(s: LaunchSettings, shape: ModelShape | None, host: HostFacts | Non
             yield _err("kt_cpuinfer", "--kt-cpuinfer is not set: sglang-kt crashes at start "
                        "(None // threadpool count)", "set it to the physical core count", fix, check="cpuinfer")
         return
-    if host is None:  # a simulated host has CPU figures only when it plays a host file (M3UI_SIM_HOST)
+    if host is None:
         return
     if host.logical_cores and s.kt_cpuinfer > host.logical_cores:
-        yield _err("kt_cpuinfer", f"--kt-cpuinfer {s.kt_cpuinfer} exceeds the {host.logical_cores} logical CPUs",
-                   f"use {host.physical_cores or host.logical_cores}",
-                   [("kt_cpuinfer", host.physical_cores or host.logical_cores)], check="cpuinfer")
+        yield _on_host(host)("kt_cpuinfer", f"--kt-cpuinfer {s.kt_cpuinfer} exceeds the {host.logical_cores} "
+                             "logical CPUs: kt-kernel's workers would share CPUs" + _sim_note(host),
+                             f"use {host.physical_cores or host.logical_cores}",
+                             [("kt_cpuinfer", host.physical_cores or host.logical_cores)], check="cpuinfer")
     elif host.physical_cores and s.kt_cpuinfer > host.physical_cores:
         yield _warn("kt_cpuinfer", f"--kt-cpuinfer {s.kt_cpuinfer} is above the {host.physical_cores} physical "
                     "cores: hyper-threads share the vector units and usually slow kt-kernel down",
@@ -142,8 +153,9 @@ def check_numa(s: LaunchSettings, shape: ModelShape | None, host: HostFacts | No
         return
     for node in s.kt_numa_nodes or ():
         if node not in host.numa_node_ids:
-            yield _err("kt_numa_nodes", f"NUMA node {node} does not exist (this host has "
-                       f"{', '.join(map(str, host.numa_node_ids))})", "use existing node ids", check="numa")
+            yield _on_host(host)("kt_numa_nodes", f"NUMA node {node} does not exist (this host has "
+                                 f"{', '.join(map(str, host.numa_node_ids))})" + _sim_note(host),
+                                 "use existing node ids", check="numa")
     if pools > len(host.numa_node_ids):
         yield _warn("kt_threadpool_count", f"{pools} thread pools on {len(host.numa_node_ids)} NUMA node(s): "
                     "pools will share a node's memory bandwidth", f"use {len(host.numa_node_ids)}",

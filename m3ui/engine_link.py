@@ -73,6 +73,7 @@ class EngineLink:
         self._settings: LaunchSettings | None = None
         self._engine: Engine | None = None
         self._attached_as: str | None = None
+        self._attached_simulated = False  # an attached URL known to front simulated engines (a sim fleet's router)
         supervisor.on_auto_restart = self.adopted  # it may relaunch the last good settings, not the ones that died
 
     @property
@@ -112,12 +113,13 @@ class EngineLink:
             self._mode = "simulated" if engine.kind == "sim" else "launched"
             self._api_key, self._settings, self._engine = settings.api_key, settings, engine
 
-    def attach(self, url: str, api_key: str | None, attached_as: str | None = None) -> None:
-        """`attached_as`: what the URL is, in words, when the app knows (e.g. "Fleet router")."""
+    def attach(self, url: str, api_key: str | None, attached_as: str | None = None, simulated: bool = False) -> None:
+        """`attached_as`: what the URL is, in words, when the app knows (e.g. "Fleet router"); `simulated`: the
+        app knows that simulated engines answer behind it (a router does not pass on their `m3ui_simulated`)."""
         self.supervisor.attach(url, api_key)
         with self._lock:
             self._mode, self._api_key, self._settings, self._engine = "attached", api_key, None, None
-            self._attached_as = attached_as
+            self._attached_as, self._attached_simulated = attached_as, simulated
 
     @property
     def fronts_a_fleet(self) -> bool:
@@ -134,9 +136,11 @@ class EngineLink:
         return EngineStatus(
             mode=self._mode,
             state=snap.state, ready=ready, phase_detail=snap.phase_detail,
-            simulated=self._mode == "simulated" or bool(snap.readiness and snap.readiness.simulated),
+            simulated=(self._mode == "simulated" or (self._mode == "attached" and self._attached_simulated)
+                       or bool(snap.readiness and snap.readiness.simulated)),
             progress=snap.progress, url=snap.url, model=models[0] if models else None,
-            failure=_failure_line(snap.diagnosis, snap.auto_restart) if snap.state is EngineState.FAILED else None,
+            failure=(_failure_line(snap.diagnosis, snap.auto_restart, self._mode == "simulated")
+                     if snap.state is EngineState.FAILED else None),
             restart_in_s=_restart_in(snap.auto_restart) if snap.state is EngineState.FAILED else None,
             attached_as=self._attached_as, unresponsive=snap.unresponsive,
         )
@@ -161,8 +165,10 @@ def _restart_in(auto: AutoRestart | None) -> float | None:
     return max(0.0, auto.due_at - time.time()) if auto is not None and auto.due_at is not None else None
 
 
-def _failure_line(diagnosis: Diagnosis | None, auto: AutoRestart | None) -> str:
+def _failure_line(diagnosis: Diagnosis | None, auto: AutoRestart | None, simulated: bool) -> str:
     what = diagnosis.plain if diagnosis is not None else "The engine stopped unexpectedly"
+    if simulated and diagnosis is not None and (note := diagnosis.simulated_note()):
+        what = f"{what}. {note.rstrip('.')}"
     wait = _restart_in(auto)
     if auto is not None and wait is not None:
         return f"{what}; it restarts by itself in {wait:.0f} s (attempt {auto.attempt} of {auto.max_attempts})."

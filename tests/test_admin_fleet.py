@@ -29,6 +29,8 @@ from tests.fleet_process import free_block, serving_fleet
 from tests.sim_process import free_port, running_sim, sim_settings
 
 pytest.importorskip("sglang_router")
+# A launch that starts: "warning" where the sim's CPU settings exceed this machine's CPUs (it starts anyway)
+LAUNCHED = ("ok", "warning")
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +121,7 @@ def test_workers_attached_and_launched_join_the_router_and_leave_it(fleet: Fleet
         assert done.level == "ok", done
         until(lambda: router_urls(fleet) == {first, outside.url})
         launched = desk.launch("", "", "")
-        assert launched.level == "ok", launched
+        assert launched.level in LAUNCHED, launched
         (added,) = set(fleet.fleet.worker_urls) - {first, outside.url}
         until(lambda: router_urls(fleet) == {first, outside.url, added})
         until(lambda: fleet.state is FleetState.READY)
@@ -155,7 +157,7 @@ def test_a_worker_that_dies_is_shown_restarted_and_counts_afresh_once_added_agai
         assert view is not None
         return next(r for r in view.workers if r.status.url == url)
 
-    assert desk.launch(str(port), "", "").level == "ok"
+    assert desk.launch(str(port), "", "").level in LAUNCHED
     until(lambda: router_urls(fleet) == {first, url})
     pid = fleet.worker_supervisor(1).snapshot().pid
     assert pid is not None and row().status.restarts == 0
@@ -163,7 +165,7 @@ def test_a_worker_that_dies_is_shown_restarted_and_counts_afresh_once_added_agai
     until(lambda: row().status.restarts == 1 and row().status.healthy and row().status.state == "ready")
     assert router_urls(fleet) == {first, url}
     assert desk.remove(url).level == "ok"
-    assert desk.launch(str(port), "", "").level == "ok"  # the same URL again: a new worker
+    assert desk.launch(str(port), "", "").level in LAUNCHED  # the same URL again: a new worker
     assert row().status.restarts == 0
     assert desk.remove(url).level == "ok"
     until(lambda: router_urls(fleet) == {first})

@@ -42,6 +42,22 @@ def wait_state(page, state: str, timeout: float = 60) -> set[str]:
     raise AssertionError(f"engine not {state}: {card.inner_text() if card.count() else 'no status'}\n{outcome}")
 
 
+def start_with_too_many_gpu_experts(page) -> str:
+    """Stop the engine, then start it anyway with more GPU experts than fit: the simulated engine fails with a CUDA
+    out of memory. The count the form held before."""
+    page.locator("#m3-engine-stop").click()
+    wait_state(page, "stopped", 30)
+    experts = page.locator("#m3-field-kt_num_gpu_experts input")
+    good = experts.input_value()
+    experts.fill("60")
+    page.locator("#m3-msg-kt_num_gpu_experts").get_by_text("CUDA out of memory").wait_for()
+    page.locator("#m3-engine-start").click()
+    page.locator("#m3-outcome").get_by_text("Not started").wait_for()
+    page.locator("#m3-engine-start-anyway").click()
+    wait_state(page, "failed")
+    return good
+
+
 def log_in(page, url: str) -> None:
     page.goto(url)
     page.locator("input[type=text]").fill("admin")
@@ -100,15 +116,8 @@ def test_operator_launches_chats_stops_then_fixes_an_oom_in_one_click(tmp_path):
         assert "4" in chat_answers(chat, app.url + "/", "4")
         chat.close()
 
-        page.locator("#m3-engine-stop").click()
-        wait_state(page, "stopped", 30)
+        start_with_too_many_gpu_experts(page)
         experts = page.locator("#m3-field-kt_num_gpu_experts input")
-        experts.fill("60")
-        page.locator("#m3-msg-kt_num_gpu_experts").get_by_text("CUDA out of memory").wait_for()
-        page.locator("#m3-engine-start").click()
-        page.locator("#m3-outcome").get_by_text("Not started").wait_for()
-        page.locator("#m3-engine-start-anyway").click()
-        wait_state(page, "failed")
         diagnosis = page.locator("#m3-diagnosis")
         diagnosis.wait_for(timeout=10_000)
         assert "CUDA out of memory while loading" in diagnosis.inner_text()
@@ -135,16 +144,8 @@ def test_a_failed_start_a_killed_engine_auto_restart_and_the_quiet_log_as_the_op
         advice = page.locator("#m3-advice").inner_text()
         assert "reference deployments" in advice and "seed" not in advice
 
-        page.locator("#m3-engine-stop").click()
-        wait_state(page, "stopped", 30)
+        good = start_with_too_many_gpu_experts(page)
         experts = page.locator("#m3-field-kt_num_gpu_experts input")
-        good = experts.input_value()
-        experts.fill("60")
-        page.locator("#m3-msg-kt_num_gpu_experts").get_by_text("CUDA out of memory").wait_for()
-        page.locator("#m3-engine-start").click()
-        outcome.get_by_text("Not started").wait_for()
-        page.locator("#m3-engine-start-anyway").click()
-        wait_state(page, "failed")
         outcome.get_by_text("The start failed: CUDA out of memory while loading the model").wait_for(timeout=10_000)
         assert "follow the phases" not in outcome.inner_text()
 

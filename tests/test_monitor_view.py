@@ -133,7 +133,8 @@ def test_cores_beyond_cpuinfer_or_outside_the_numa_nodes_are_marked():
     source.set_kt_threads(KtThreads(cpuinfer=1, threadpool_count=1, numa_nodes=(first_node.node,)))
     html = cpu_panel(source.sample(ProcessTreeSample("not_configured")), simulated=False)
     assert html.count('class="k l') == 1 and 'class="s l' in html
-    assert "expected kt-kernel worker" in html and "spare: beyond --kt-cpuinfer" in html
+    assert "a CPU expert thread should run here" in html and "spare: more cores than expert threads" in html
+    assert "--kt" not in html  # the legend speaks words, not flags
     source.set_kt_threads(KtThreads(cpuinfer=1, threadpool_count=1, numa_nodes=(99,)))
     misplaced = cpu_panel(source.sample(ProcessTreeSample("not_configured")), simulated=False)
     assert 'class="k l' not in misplaced and 'class="o l' in misplaced

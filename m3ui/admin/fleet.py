@@ -56,6 +56,7 @@ class RouterRow:
     detail: str
     pid: int | None
     healthy: bool | None  # its /health answered 200; None: not asked (no router process yet)
+    simulated: bool = False  # the fleet's engines are simulated ("engine": "sim")
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,7 @@ class FleetDesk:
             rows.append(WorkerRow(i, worker, load if isinstance(load, EngineLoad) else None,
                                   "" if isinstance(load, EngineLoad) else load or "not read yet"))
         router = RouterRow(snap.router_url, self.fleet.fleet.router.policy, snap.state, snap.detail, snap.router_pid,
-                           healthy if snap.router_pid else None)
+                           healthy if snap.router_pid else None, simulated=self.fleet.fleet.engine.kind == "sim")
         return FleetView(router, tuple(rows))
 
     def _probe(self, router_url: str | None, workers: list[str]) -> tuple[bool | None, dict[str, EngineLoad | str]]:

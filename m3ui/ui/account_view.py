@@ -17,6 +17,7 @@ from m3ui.ui.usage_table import usage_table
 from m3ui.web.password_change import PasswordChange, PasswordChangeRefused
 
 OWN_DAYS = 60
+NEAR_LIMIT = 0.8  # share of the daily quota used from which the Account tab warns
 SIGN_OUT = ('<a class="m3-sign-out" id="m3-sign-out" href="logout?all_session=false">Sign out</a> · '
             '<a class="m3-sign-out" id="m3-sign-out-all" href="logout">Sign out on every device</a>')
 
@@ -35,8 +36,9 @@ class AccountTab:
             return f'<div class="m3-account">Signed in as <b>{name}</b> (no account: nothing is counted). ' \
                    f"{SIGN_OUT}</div>", ""
         who = f'<div class="m3-account">Signed in as <b>{esc(user.name)}</b> ({esc(user.role)}). {SIGN_OUT}</div>'
-        return who, usage_table(self.usage.days(user.name, OWN_DAYS), with_user=False,
-                                quota=self.usage.quota_of(user))
+        quota = self.usage.quota_of(user)
+        return who, quota_left(self.usage.tokens_today(user), quota) + usage_table(
+            self.usage.days(user.name, OWN_DAYS), with_user=False, quota=quota)
 
     def change_password(self, current: str, new: str, again: str, request: gr.Request) -> tuple[str, str, str]:
         user = self.policy.signed_in_user(request.username if request else None)
@@ -50,6 +52,22 @@ class AccountTab:
             raise gr.Error(str(exc), title="Not changed", print_exception=False) from None
         gr.Info("Password changed: your other sessions are signed out.")
         return "", "", ""
+
+
+def quota_left(used: int, quota: int | None) -> str:
+    """How much of today's quota is left, in words: a warning near the limit, and plainly when it is used up."""
+    if quota is None:
+        return '<div class="m3-quota" data-quota="none">No daily quota: your answers are counted, not limited.</div>'
+    left = max(0, quota - used)
+    if left == 0:
+        kind, text = "out", (f"Today's quota is used up: {used:,} of {quota:,} tokens. New questions are refused "
+                             "until 00:00 UTC, or until an admin raises your quota.")
+    elif used >= NEAR_LIMIT * quota:
+        kind, text = "near", (f"Only {left:,} of your {quota:,} daily tokens are left today (UTC): a long answer "
+                              "may not fit.")
+    else:
+        kind, text = "ok", f"{left:,} of your {quota:,} daily tokens are left today (UTC)."
+    return f'<div class="m3-quota m3-quota-{kind}" data-quota="{kind}" data-left="{left}">{esc(text)}</div>'
 
 
 def build_account_tab(services: AppServices, shown: gr.Tab) -> None:

@@ -35,6 +35,7 @@ from m3ui.ui.gradio_contacts.progress_targets import untrack_hidden_progress
 from m3ui.ui.gradio_contacts.queue_pacing import pace_queue
 from m3ui.ui.header_view import build_header
 from m3ui.ui.monitor.view import build_monitor_tab
+from m3ui.ui.real_engine_page import real_engine_route
 from m3ui.ui.tools_view import build_tools_tab
 from m3ui.web.asgi import client_address
 from m3ui.web.early_head import EarlyHead
@@ -44,7 +45,7 @@ from m3ui.web.session_stamps import SessionStamps
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 # Every page's styles, and its scripts (assets/js/*.js, each one concern, run once per page load).
-CSS_FILES = ("m3ui.css", "theme.css", "phone.css")
+CSS_FILES = ("m3ui.css", "theme.css", "phone.css", "simulated.css", "monitor.css", "tables.css")
 JS_DIR = ASSETS / "js"
 # Scripts that must run before the first paint (Gradio runs the others after it mounts): put into the HTML itself.
 EARLY_JS_DIR = ASSETS / "head"
@@ -114,6 +115,7 @@ def build_asgi_app(services: AppServices) -> fastapi.FastAPI:
 
     # The page's own routes, added before the main app's mount, which takes every path.
     app.router.routes.append(LiveChannel(services.live_feeds, chat.logged_in, holder).route())
+    app.router.routes.append(real_engine_route())
     app.router.routes.append(EarlyAsk(lambda *asked: services.send_early(*asked), chat.logged_in, chat.user,
                                       services.live_feeds, holder).route())
     chat_auth = off_the_loop(policy.check_chat_login) if policy.chat_login else None

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from m3ui.accounts.usage import DayUsage
 from m3ui.ui.monitor.format import esc
+from m3ui.ui.wide_table import scrolling
 
 
 def usage_table(days: Sequence[DayUsage], with_user: bool = True, quota: int | None = None) -> str:
@@ -21,7 +22,8 @@ def usage_table(days: Sequence[DayUsage], with_user: bool = True, quota: int | N
     note = f'<div class="m3a-dim">Daily quota: {quota:,} tokens (prompt + completion).</div>' \
         if quota is not None else ""
     chart = usage_chart(days) if with_user else ""
-    return f'{chart}{note}<table class="m3-usage"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+    table = f'<table class="m3-usage"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+    return chart + note + scrolling(table, "Usage per day")
 
 
 def usage_chart(days: Sequence[DayUsage]) -> str:

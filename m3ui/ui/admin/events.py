@@ -26,7 +26,7 @@ from m3ui.ui.admin.logs import LOG_LINES
 from m3ui.ui.admin.markup import outcome_html
 from m3ui.ui.admin.profiles import render_profiles
 from m3ui.ui.admin.sizing import plan_for, render_advice, slider_update
-from m3ui.ui.admin.status import render_status
+from m3ui.ui.admin.status import Controls, control_updates, controls_for, render_status
 from m3ui.ui.admin.summary import render_hardware, render_model, render_model_brief
 from m3ui.ui.admin.weights import read_weights_form, render_plan_files, render_progress
 
@@ -109,11 +109,17 @@ class AdminEvents:
                      self._wire_summary, self._wire_profiles, self._wire_weights, self._wire_attach):
             part()
         self.guard.on(demo.load, self.on_load, [], [*self.fill_outputs, *self.choice_outputs, self.v.strip.status,
-                                                    *self.v.profiles.restart.inputs], "load", show_progress="hidden")
+                                                    *self.v.profiles.restart.inputs, *self.v.strip.controls], "load",
+                      show_progress="hidden")
 
     def on_load(self) -> list[Any]:
         return [*self.fill(*self.console.initial()), *self.choices(), self.status(),
-                *restart_form_values(self.services.supervisor.restart_policy)]
+                *restart_form_values(self.services.supervisor.restart_policy), *control_updates(self.controls())]
+
+    def controls(self, snap: SupervisorSnapshot | None = None) -> Controls:
+        fleet = self.services.fleet
+        return controls_for(snap or self.console.snapshot(), self.services.link.status(),
+                            fleet.fleet.router.url if fleet is not None else None)
 
     # --- the form, checks, sizing, command --------------------------------------------------------------
 
@@ -165,7 +171,7 @@ class AdminEvents:
 
     def _wire_control(self) -> None:
         v, g, s = self.v, self.guard, self.v.strip
-        outputs = [s.outcome, s.start_anyway, s.status]
+        outputs = [s.outcome, s.start_anyway, s.status, *s.controls]
         g.on(s.start.click, lambda *a: self.launch("start", *a), v.form.inputs, outputs, "start")
         g.on(s.start_anyway.click, lambda *a: self.launch("start_anyway", *a), v.form.inputs, outputs,
              "start_anyway")
@@ -183,7 +189,8 @@ class AdminEvents:
 
     def after(self, outcome: Outcome) -> list[Any]:
         """Outcome, whether 'Start anyway' applies to it, and the status right away (not at the next tick)."""
-        return [outcome_html(outcome), gr.Button(visible=only_overridable_errors(outcome.findings)), self.status()]
+        return [outcome_html(outcome), gr.Button(visible=only_overridable_errors(outcome.findings)), self.status(),
+                *control_updates(self.controls())]
 
     # --- the one timer ----------------------------------------------------------------------------------
 
@@ -191,22 +198,27 @@ class AdminEvents:
         v = self.v
         self.guard.on(v.timer.tick, self.tick, [v.seen, v.logs.contains, v.logs.problems_only, v.logs.polling],
                       [v.strip.status, v.strip.outcome, *v.diagnosis.outputs, v.logs.tail,
-                       v.weights.progress, v.seen], "tick", show_progress="hidden", queue=False)
+                       v.weights.progress, *v.strip.controls, v.seen], "tick", show_progress="hidden", queue=False)
 
     def tick(self, seen: dict[str, Any], contains: str, problems_only: bool, polling: bool) -> list[Any]:
         snap = self.console.snapshot()
         diagnosis = snap.diagnosis if snap.state is EngineState.FAILED else None
         log = self.log_text(contains, problems_only, polling)
-        now = {"status": render_status(snap, self.services.link.status()),
+        link = self.services.link.status()
+        controls = self.controls(snap)
+        now = {"status": render_status(snap, link),
                "diagnosis": (str(snap.run_dir), diagnosis.cause.value) if diagnosis else None,
-               "log": log, "weights": render_progress(self.desk.progress()), "state": snap.state.value}
+               "log": log, "weights": render_progress(self.desk.progress()), "state": snap.state.value,
+               "controls": controls}
         fresh = {k: now[k] != seen.get(k) for k in now}
-        diag = (self.v.diagnosis.updates(diagnosis, self.console.last_good.load()) if fresh["diagnosis"]
+        diag = (self.v.diagnosis.updates(diagnosis, self.console.last_good.load(), link.simulated)
+                if fresh["diagnosis"]
                 else [gr.skip()] * len(self.v.diagnosis.outputs))
         # "Starting… follow the phases" is stale once the start has ended: say how it ended.
         ended = state_change_outcome(seen.get("state"), snap)
         return [now["status"] if fresh["status"] else gr.skip(), outcome_html(ended) if ended else gr.skip(),
-                *diag, log if fresh["log"] else gr.skip(), now["weights"] if fresh["weights"] else gr.skip(), now]
+                *diag, log if fresh["log"] else gr.skip(), now["weights"] if fresh["weights"] else gr.skip(),
+                *(control_updates(controls) if fresh["controls"] else [gr.skip()] * 4), now]
 
     # --- after a failure --------------------------------------------------------------------------------
 

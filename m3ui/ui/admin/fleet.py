@@ -33,6 +33,7 @@ Describe the fleet in a JSON file and start the app with it:</p>
  "workers": [{"port": 30010}, {"port": 30011}]}</pre>
 <p class="m3a-dim">docs/FLEET.md describes the file (real engines with their GPUs and NUMA nodes, workers on
 other hosts, attached URLs) and <code>python -m launch fleet command</code>, which prints every command.</p></div>"""
+SIMULATED_FLEET = "Every worker launched here is a simulated engine: scripted answers, no model, no GPU."
 # Badge colour per fleet state (m3a-state-* classes of assets/admin.css and admin-fleet.css).
 STATE_CLASS = {FleetState.READY: "ready", FleetState.STARTING: "starting", FleetState.DEGRADED: "degraded",
                FleetState.FAILED: "failed", FleetState.STOPPING: "stopping", FleetState.STOPPED: "stopping"}
@@ -87,7 +88,8 @@ def build_fleet_panel(active: bool) -> FleetPanel:
                         "launched here is stopped; an attached one only leaves the router.</div>")
                 chosen = gr.Dropdown([ROUTER_CHOICE], value=ROUTER_CHOICE, label="Router or worker",
                                      elem_id="m3-fleet-chosen")
-                remove = gr.Button("Remove this worker", variant="stop", elem_id="m3-fleet-remove")
+                # off until a worker is picked: the picker opens on the router's log, which is not removable
+                remove = gr.Button("Remove this worker", variant="stop", elem_id="m3-fleet-remove", interactive=False)
         log = gr.Textbox(label="Log (last lines)", lines=14, max_lines=14, interactive=False, autoscroll=True,
                          elem_id="m3-fleet-log", elem_classes=["m3a-mono"])
     return FleetPanel(active, router, workers, outcome, port, gpus, changes, launch, url, attach, chosen, remove,
@@ -99,10 +101,12 @@ def render_router(router: RouterRow) -> str:
               f'<span class="m3a-tag {"m3a-ok" if router.healthy else "m3f-bad"}">/health '
               f'{"200" if router.healthy else "not answering"}</span>')
     pid = f'<span class="m3a-dim">pid {router.pid}</span>' if router.pid else ""
+    sim = (f'<span class="m3-badge m3-badge-sim" title="{esc(SIMULATED_FLEET)}">SIMULATED</span>'
+           if router.simulated else "")
     return (f'<div class="m3a-status-card m3f-router" data-fleet-state="{router.state.value}" '
             f'data-router-healthy="{str(router.healthy).lower()}"><div class="m3a-status-line">'
             f'<span class="m3a-state m3a-state-{STATE_CLASS[router.state]}">{router.state.value.upper()}</span>'
-            f'<span class="m3a-kind">Router</span><code>{esc(router.url)}</code>'
+            f'<span class="m3a-kind">Router</span>{sim}<code>{esc(router.url)}</code>'
             f'<span class="m3a-tag">{esc(router.policy)}</span>{health}{pid}</div>'
             f'<div class="m3a-detail">{esc(router.detail)}</div></div>')
 
@@ -144,6 +148,11 @@ def render_workers(view: FleetView) -> str:
     return f'<table class="m3f-workers"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
 
 
+def removable(chosen: str | None) -> gr.Button:
+    """Remove acts on a worker: off while the router (or nothing) is picked."""
+    return gr.Button(interactive=chosen not in (None, ROUTER_CHOICE))
+
+
 class FleetEvents:
     def __init__(self, panel: FleetPanel, desk: FleetDesk, guard: AdminGuard) -> None:
         self.panel, self.desk, self.guard = panel, desk, guard
@@ -151,7 +160,7 @@ class FleetEvents:
     @property
     def shown(self) -> list[Any]:
         p = self.panel
-        return [p.router, p.workers, p.chosen, p.log, p.seen]
+        return [p.router, p.workers, p.chosen, p.remove, p.log, p.seen]
 
     def refresh(self, seen: dict[str, Any] | None, chosen: str | None) -> list[Any]:
         """The router, the workers, the picker's choices and the chosen log; what did not change is skipped."""
@@ -164,9 +173,10 @@ class FleetEvents:
                "workers": render_workers(view) if view else "",
                "choices": choices, "chosen": chosen, "log": self.desk.log(chosen)}
         fresh = {k: now[k] != seen.get(k) for k in now}
-        picker = (gr.Dropdown(choices=choices, value=chosen) if fresh["choices"] or fresh["chosen"] else gr.skip())
+        picked = fresh["choices"] or fresh["chosen"]
+        picker = gr.Dropdown(choices=choices, value=chosen) if picked else gr.skip()
         return [now["router"] if fresh["router"] else gr.skip(), now["workers"] if fresh["workers"] else gr.skip(),
-                picker, now["log"] if fresh["log"] else gr.skip(), now]
+                picker, removable(chosen) if picked else gr.skip(), now["log"] if fresh["log"] else gr.skip(), now]
 
     def acted(self, outcome: Outcome, seen: dict[str, Any] | None, chosen: str | None) -> list[Any]:
         return [outcome_html(outcome), *self.refresh(seen, chosen)]
@@ -177,7 +187,8 @@ class FleetEvents:
             return
         on([tab.select, p.timer.tick], self.refresh, [p.seen, p.chosen], self.shown, "fleet_refresh",
            show_progress="hidden", queue=False)
-        on(p.chosen.input, self.desk.log, [p.chosen], p.log, "fleet_log", show_progress="hidden")
+        on(p.chosen.input, lambda chosen: (self.desk.log(chosen), removable(chosen)), [p.chosen], [p.log, p.remove],
+           "fleet_log", show_progress="hidden")
         for shown in (tab.select, p.log.change):  # browser-only: no handler on the server
             shown(None, js=LOG_TAIL_JS)
         acted = [p.outcome, *self.shown]

@@ -1,5 +1,5 @@
 """The cockpit's top strip: engine state, start-up phases with progress, elapsed time, where automatic restarts
-stand; Start / Stop / Restart."""
+stand; Start / Stop / Restart, each enabled only when it can act, and a line that says what they act on."""
 
 from __future__ import annotations
 
@@ -22,6 +22,45 @@ class StatusStrip:
     stop: gr.Button
     restart: gr.Button
     outcome: gr.HTML
+    acts_on: gr.HTML
+
+    @property
+    def controls(self) -> list[gr.components.Component]:
+        """What `control_updates` fills, in its order."""
+        return [self.start, self.stop, self.restart, self.acts_on]
+
+
+@dataclass(frozen=True)
+class Controls:
+    """Which of Start / Stop / Restart can act now, and what they act on (in words)."""
+
+    start: bool
+    stop: bool
+    restart: bool
+    acts_on: str
+
+
+def controls_for(snap: SupervisorSnapshot, link: EngineStatus, fleet_router: str | None) -> Controls:
+    """Start only when nothing runs; Stop while something runs or an automatic restart is due; Restart while an
+    engine runs or has failed. On a fleet none of them: its workers are launched and removed in the Fleet tab."""
+    if fleet_router is not None:
+        return Controls(False, False, False, f"This app runs a fleet behind the router at {fleet_router}: Start, "
+                                             "Stop and Restart act on one engine, so they are off here. Launch, "
+                                             "attach and remove workers in the Fleet tab.")
+    state = snap.state
+    pending = snap.auto_restart is not None and snap.auto_restart.due_at is not None
+    running = state in (EngineState.STARTING, EngineState.READY)
+    where = f" at {snap.url}" if snap.url and running else ""
+    acts_on = (f"They act on the {link.kind[0].lower()}{link.kind[1:]}{where}; Start and Restart launch the "
+               "settings below." if running or state is EngineState.FAILED
+               else "No engine runs: Start launches the settings below.")
+    return Controls(start=state in (EngineState.STOPPED, EngineState.FAILED), stop=running or pending,
+                    restart=running or state is EngineState.FAILED, acts_on=acts_on)
+
+
+def control_updates(controls: Controls) -> list[object]:
+    return [gr.Button(interactive=controls.start), gr.Button(interactive=controls.stop),
+            gr.Button(interactive=controls.restart), f'<div class="m3a-acts-on">{esc(controls.acts_on)}</div>']
 
 
 def _stepper(snap: SupervisorSnapshot) -> str:
@@ -77,5 +116,6 @@ def build_status_strip() -> StatusStrip:
                 restart = gr.Button("Restart", elem_id="m3-engine-restart", min_width=80)
             start_anyway = gr.Button("Start anyway (ignore the memory estimate)", visible=False, size="sm",
                                      elem_id="m3-engine-start-anyway")
+            acts_on = gr.HTML(elem_id="m3-engine-acts-on")
     outcome = gr.HTML(elem_id="m3-outcome", elem_classes=["m3a-collapse-empty"])
-    return StatusStrip(status, start, start_anyway, stop, restart, outcome)
+    return StatusStrip(status, start, start_anyway, stop, restart, outcome, acts_on)

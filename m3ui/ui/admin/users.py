@@ -22,6 +22,7 @@ from m3ui.ui.admin.guard import AdminGuard
 from m3ui.ui.admin.markup import outcome_html
 from m3ui.ui.monitor.format import esc
 from m3ui.ui.usage_table import usage_table
+from m3ui.ui.wide_table import scrolling
 
 AUDIT = logging.getLogger("m3ui.audit")
 USAGE_DAYS = 200  # rows of the usage table
@@ -105,8 +106,8 @@ def users_table(store: AccountStore) -> str:
     if not rows:
         return ('<div class="m3a-dim">No accounts yet: add one below (the chat asks for a login once accounts exist '
                 "at the next start).</div>")
-    return ('<table class="m3-usage"><thead><tr><th>name</th><th>role</th><th>state</th><th>own quota</th>'
-            f"<th>created</th><th>last login</th></tr></thead><tbody>{rows}</tbody></table>")
+    return scrolling('<table class="m3-usage"><thead><tr><th>name</th><th>role</th><th>state</th><th>own quota</th>'
+                     f"<th>created</th><th>last login</th></tr></thead><tbody>{rows}</tbody></table>", "Accounts")
 
 
 class UsersEvents:

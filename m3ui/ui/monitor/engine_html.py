@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from launch.settings import FIELD_BY_NAME
 from launch.supervisor import EngineState
 from m3ui.engine_link import EngineStatus
 from m3ui.monitor.engine import EngineSnapshot
@@ -19,8 +18,10 @@ _EXPERT_SHORT = {
 }
 
 
-def _flag(name: str) -> str:
-    return FIELD_BY_NAME[name].spec.flag
+# GPU hit rates shown as high (green) or moderate; below HIT_FAIR a warning colour
+HIT_GOOD, HIT_FAIR = 0.5, 0.2
+RECORDER_WORDS = {"stat": "on (activations per expert)", "per_pass": "on (per forward pass)",
+                  "per_token": "on (per token)"}
 
 
 def engine_state(engine: EngineSnapshot, status: EngineStatus) -> tuple[str, str]:
@@ -45,13 +46,25 @@ def state_line(engine: EngineSnapshot, status: EngineStatus) -> str:
     return f'<div class="m3-state m3-state-{state}" data-engine-state="{state}"><i></i>{esc(text)}</div>'
 
 
+def hit_level(rate: float) -> tuple[str, str]:
+    """(css level, a word) for a GPU hit rate: only a high one is shown as good (green); a low one warns that the
+    CPU serves most of the experts' work."""
+    if rate >= HIT_GOOD:
+        return "good", "high"
+    if rate >= HIT_FAIR:
+        return "fair", "moderate"
+    return "low", "low: the CPU serves most expert work"
+
+
 def _hit_tile(experts: ExpertSnapshot) -> str:
     rate = experts.hit_rate.rate if experts.hit_rate is not None else None
     if rate is not None:
         placed = " (placement from the settings)" if experts.residency_source == "assumed" else ""
+        level, word = hit_level(rate)
         return tile("GPU expert hit rate", pct(rate, 1),
-                    f"of {count(experts.activations)} routed activations, last {experts.window_s / 60:.0f} min{placed}",
-                    "m3-kpi-gpu", "share of routed expert activations served by GPU-resident experts")
+                    f"{word} · of {count(experts.activations)} routed activations, last "
+                    f"{experts.window_s / 60:.0f} min{placed}",
+                    f"m3-kpi-gpu m3-hit-{level}", "share of routed expert activations served by GPU-resident experts")
     if experts.status == "recording":
         why = "no activations yet: send a chat" if not experts.activations else "GPU residency unknown"
     else:
@@ -111,13 +124,13 @@ def engine_panel(engine: EngineSnapshot, status: EngineStatus) -> str:
                  ("Requests finished", per_second(rates.requests_per_s, "req")), ("Mean time to first token", ttft)]
     if info is not None:
         rows += [("Model", info.served_model_name or "–"), ("Version", info.version or "–"),
-                 ("Expert recorder", info.recorder_mode or "off")]
+                 ("Expert recorder", RECORDER_WORDS.get(info.recorder_mode or "", info.recorder_mode or "off"))]
     if load is not None:
         body = f'<div class="m3-gauge"><span>KV cache {pct(load.token_usage)}</span>{bar(load.token_usage, "kv")}</div>'
     else:
         body = note("empty", engine_state(engine, status)[1], "No engine figures.")
     body += facts(rows)
     if info is not None and not info.metrics_enabled:
-        body += note("info", f"Token rates and time to first token need /metrics: start the engine with "
-                             f"{_flag('enable_metrics')}.")
+        body += note("info", "Token rates and time to first token need the engine's metrics: an admin turns them on "
+                             "(Monitoring settings, --enable-metrics) and restarts the engine.")
     return body

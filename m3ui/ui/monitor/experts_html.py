@@ -74,8 +74,15 @@ def rankings_panel(snapshot: ExpertSnapshot) -> str:
             "</div>")
 
 
-def experts_panel(snapshot: ExpertSnapshot) -> str:
-    """The heatmap with its per-layer hit rates, or why there is none."""
+def experts_panel(snapshot: ExpertSnapshot, who_runs: str = "The engine runs") -> str:
+    """The heatmap with its per-layer hit rates, or why there is none (for a recorder that is off: in a line of
+    words, the flags that turn it on folded away). `who_runs`: who runs without it, in words."""
+    if snapshot.status == "disabled":
+        how = f"<details><summary>How to turn it on</summary>{esc(snapshot.reason)}</details>" if snapshot.reason \
+            else ""
+        return (f'<div class="m3-note m3-note-info"><strong>The expert recorder is off.</strong> '
+                f"{esc(who_runs)} without it: no heatmap of the routed experts, no GPU hit rate.{how}</div>"
+                + notes("warn", snapshot.warnings))
     if snapshot.status != "recording":
         kind, title = _EMPTY_STATES.get(snapshot.status, ("error", snapshot.status))
         return note(kind, snapshot.reason or "", title) + notes("warn", snapshot.warnings)

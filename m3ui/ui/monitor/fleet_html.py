@@ -53,7 +53,11 @@ def workers_table(view: FleetView) -> str:
 
 
 def worker_heatmaps(view: FleetView) -> str:
-    """Each worker's expert panel (its heatmap, or why it has none) under the worker's name."""
+    """Each worker's expert panel (its heatmap, or why it has none) under the worker's name; one short note when
+    no worker records (a fleet without the recorder), not the same explanation once per worker."""
+    states = {w.experts.status for w in view.workers}
+    if view.workers and len(states) == 1 and "recording" not in states:
+        return f'<div class="m3-fleet-heatmaps-none">{experts_panel(view.workers[0].experts, "The workers run")}</div>'
     sections = "".join(f'<section class="m3-fleet-worker" data-worker="{esc(w.url)}"><h4>Worker {i} · {esc(w.url)}'
                        f"</h4>{experts_panel(w.experts)}</section>" for i, w in enumerate(view.workers, 1))
     return f'<div class="m3-fleet-heatmaps">{sections}</div>'

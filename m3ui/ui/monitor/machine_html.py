@@ -1,21 +1,20 @@
 """The machine's panels: a card per GPU, and the CPU's cores by NUMA node with kt-kernel's expected
-placement marked (so cores beyond --kt-cpuinfer or outside --kt-numa-nodes stand out)."""
+placement marked (so cores beyond --kt-cpuinfer or outside --kt-numa-nodes stand out; the legend says it in
+words)."""
 
 from __future__ import annotations
 
-from launch.settings import FIELD_BY_NAME
 from m3ui.monitor.cpu import CoreUsage, CpuSnapshot, NumaUsage
 from m3ui.monitor.gpu import GpuSample, GpuSnapshot
 from m3ui.monitor.processes import ProcessTreeSample
 from m3ui.ui.monitor.format import bar, byte_rate, count, esc, facts, gib, note, notes, pct
 
-_CPUINFER, _NUMA_NODES = FIELD_BY_NAME["kt_cpuinfer"].spec.flag, FIELD_BY_NAME["kt_numa_nodes"].spec.flag
 _ROLE_CLASS = {"kt": "k", "spare": "s", "outside": "o", "unassigned": "u"}
-_ROLE_TEXT = {"kt": "expected kt-kernel worker", "spare": f"spare: beyond {_CPUINFER}",
-              "outside": f"outside {_NUMA_NODES}", "unassigned": ""}
+_ROLE_TEXT = {"kt": "a CPU expert thread should run here", "spare": "spare: more cores than expert threads",
+              "outside": "outside the NUMA nodes the expert threads use", "unassigned": ""}
 _CORE_LEGEND = ('<div class="m3-legend">' + "".join(
     f'<i class="m3-core {_ROLE_CLASS[role]}"></i> {_ROLE_TEXT[role]} ' for role in ("kt", "spare", "outside"))
-    + "· fill: load</div>")
+    + "· the fill shows each core's load</div>")
 
 
 def _share(part: float | None, whole: float | None) -> float | None:
@@ -75,7 +74,9 @@ def _node(node: NumaUsage) -> str:
             f'{node.percent:.0f}%{esc(pools + kt_load)}</div><div class="m3-cores">{cores}</div></div>')
 
 
-def _engine_tree(engine: ProcessTreeSample) -> str:
+def _engine_tree(engine: ProcessTreeSample, fleet: bool) -> str:
+    if fleet:  # the app watches a router; its workers' figures are in the headline's table
+        return note("info", "A fleet: each worker's figures are in the table at the top.", "Engine processes:")
     if engine.status != "ok":
         return note("empty", engine.reason or "no local engine process", "Engine processes:")
     return facts([("Engine processes", f"{len(engine.pids)}"),
@@ -83,13 +84,13 @@ def _engine_tree(engine: ProcessTreeSample) -> str:
                   ("Engine RSS", gib(engine.rss_bytes)), ("Engine threads", count(engine.threads))])
 
 
-def cpu_panel(snapshot: CpuSnapshot, simulated: bool) -> str:
+def cpu_panel(snapshot: CpuSnapshot, simulated: bool, fleet: bool = False) -> str:
     if snapshot.status != "ok":
         return note("empty", "Waiting for the first sample.")
     ram = _share(snapshot.ram_used_bytes, snapshot.ram_total_bytes)
     body = (_gauge("All CPUs", snapshot.total_percent / 100, pct(snapshot.total_percent / 100), "cpu")
             + _gauge("RAM", ram, f"{gib(snapshot.ram_used_bytes)} / {gib(snapshot.ram_total_bytes)}", "ram")
-            + _engine_tree(snapshot.engine))
+            + _engine_tree(snapshot.engine, fleet))
     body += "".join(_node(node) for node in snapshot.nodes)
     if any(c.role != "unassigned" for n in snapshot.nodes for c in n.cores):
         body += _CORE_LEGEND

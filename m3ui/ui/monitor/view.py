@@ -28,6 +28,7 @@ from m3ui.ui.monitor.placement_html import placement_panel
 REFRESH_S = 1.0
 CHARTS_EVERY_S = 5.0
 CHART_SPAN_S = 300.0  # the history charts show the last 5 minutes
+TIME_AXIS, VALUE_AXIS = "%H:%M:%S", ",.1~f"  # d3 formats (Vega-Lite)
 _PLACEMENT = AdviceCache()  # one placement plan per 30 s for the whole app (a plan takes about a second)
 
 
@@ -100,15 +101,17 @@ def refresh(services: AppServices, seen: Seen) -> tuple[Any, ...]:
     return (
         headline(snapshot, status) + workers_table(fleet), engine_panel(snapshot.engine, status),
         gpu_panel(snapshot.gpu, status.simulated),
-        cpu_panel(snapshot.cpu, status.simulated), *experts, *charts,
+        cpu_panel(snapshot.cpu, status.simulated, fleet.active), *experts, *charts,
         Seen(snapshot.experts.time, now if charts_due else seen.charts_at),
     )
 
 
 def _chart(name: str, label: str, y_title: str, percent: bool = False) -> gr.LinePlot:
-    # no `height`: with one, Gradio 6.31 clips the legend off
+    # no `height`: with one, Gradio 6.31 clips the legend off. Times on a 24-hour clock (Vega's default reads
+    # "04:45" for 4:45 pm), values without a train of zeros ("0.000000").
     return gr.LinePlot(x="time", y="value", color="series", color_title="", label=label, x_title="", y_title=y_title,
-                       y_lim=[0, 100] if percent else None, elem_id=f"m3-mon-{name}")  # type: ignore[arg-type]  # None is Gradio's own default
+                       y_lim=[0, 100] if percent else None, elem_id=f"m3-mon-{name}",  # type: ignore[arg-type]  # None is Gradio's own default
+                       x_axis_format=TIME_AXIS, y_axis_format=VALUE_AXIS)
 
 
 def _build() -> MonitorPanels:
