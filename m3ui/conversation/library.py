@@ -29,6 +29,7 @@ from m3ui.conversation import (
     to_json,
     to_markdown,
 )
+from m3ui.documents.attachment import without_documents
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +144,7 @@ _LINE_MARKS = re.compile(r"^\s*(?:#{1,6}|>+|[-+*]|\d+[.)])\s+|`+|\|", re.MULTILI
 
 def title_from(text: str) -> str:
     """A short, plain one-line title: code blocks, link targets and Markdown marks dropped ("6*7" stays)."""
+    text = without_documents(text)  # a question with attachments is titled by what was typed
     plain = _LINE_MARKS.sub(" ", _EMPHASIS.sub(r"\2", _LINK.sub(r"\1", _FENCED_BLOCK.sub(" ", text))))
     line = " ".join(plain.split())
     return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1].rstrip() + "…"

@@ -50,3 +50,9 @@ def message_with(typed: str, attachments: list[Attachment]) -> str:
     """The user message sent and kept: the attached documents first, then what was typed."""
     blocks = [as_prompt(a) for a in attachments if not a.refused]
     return "\n\n".join([*blocks, typed] if typed else blocks)
+
+
+def without_documents(message: str) -> str:
+    """What was typed, or else the attached files' names (a chat's title comes from its first question)."""
+    typed = DOCUMENT_BLOCK.sub("", message).strip()
+    return typed or ", ".join(html.unescape(m.group(1)) for m in DOCUMENT_BLOCK.finditer(message))
