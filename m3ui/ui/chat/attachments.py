@@ -24,7 +24,7 @@ from m3ui.conversation.turns import AssistantTurn, ToolTurn, UserTurn
 from m3ui.documents.attachment import Attachment, message_with
 from m3ui.documents.budget import Budget, context_length
 from m3ui.documents.limits import DEFAULT_LIMITS, human_size
-from m3ui.documents.prefill import PrefillRate, expected_seconds, simulated_rate
+from m3ui.documents.prefill import PrefillRate, expected_seconds, measured_rate, simulated_rate
 from m3ui.documents.reader import read_uploads
 from m3ui.documents.token_count import TokenCounter
 from m3ui.services import AppServices
@@ -70,14 +70,11 @@ class DocumentContext:
         return _count(self._model_path(), text)
 
     def prefill_rate(self, prompt_tokens: int) -> PrefillRate | None:
-        history = self._services.monitor.sampler.history()
-        measured = max((s.rates.prompt_tokens_per_s or 0.0 for s in history.engine if s.rates), default=0.0)
-        if measured > 0:
-            return PrefillRate(measured, "measured")
         engine, settings = self._services.link.engine, self._services.link.settings
         if engine is not None and engine.kind == "sim" and settings is not None:
             return simulated_rate(settings.tp_size, settings.kt_gpu_prefill_token_threshold, prompt_tokens)
-        return None
+        history = self._services.monitor.sampler.history()
+        return measured_rate([s.rates.prompt_tokens_per_s for s in history.engine if s.rates])
 
 
 @lru_cache(maxsize=4)
@@ -225,22 +222,25 @@ class AttachmentsController:
                 system_prompt: str, max_tokens: float | None) -> tuple[object, ...]:
         """Before a question goes out: over the context, it is held back with a choice (and the typed text goes
         back into the box); otherwise the attachments join it, and the chips empty.
-        Outputs: asked, attached, chips, meter, prefill, choice, choice_text, message, over."""
+        Outputs: asked, attached, chips, meter, prefill, choice, choice_text, message, over, send, stop (over
+        the context, the page gets its Send button back)."""
         attached = list(attached or [])
         typed = clean_text(text).strip()
         budget = budget_for(self.ctx, library, attached, typed, system_prompt, max_tokens)
         skip = gr.skip()
         if budget.over:
             return (skip, skip, skip, meter_html(budget), skip, gr.update(visible=True),
-                    self._choice_text(budget, attached), text, True)
+                    self._choice_text(budget, attached), text, True, gr.update(visible=True),
+                    gr.update(visible=False))
         if not attached:
             prompt = budget.used - budget.max_tokens
-            return (skip, skip, skip, skip, self._prefill(prompt), gr.update(visible=False), skip, skip, False)
+            return (skip, skip, skip, skip, self._prefill(prompt), gr.update(visible=False), skip, skip, False,
+                    skip, skip)
         merged = message_with(typed, [a for a in attached if not a.refused])
         kept = [a for a in attached if a.refused]  # refused chips stay until removed: nothing vanishes unread
         after = budget_for(self.ctx, library, kept, "", system_prompt, max_tokens)
         return (merged, kept, chips_html(kept, self.browser_kept), meter_html(after),
-                self._prefill(budget.used - budget.max_tokens), gr.update(visible=False), skip, skip, False)
+                self._prefill(budget.used - budget.max_tokens), gr.update(visible=False), skip, skip, False, skip, skip)
 
     def _prefill(self, prompt_tokens: int) -> dict[str, object] | None:
         rate = self.ctx.prefill_rate(prompt_tokens)
@@ -332,8 +332,5 @@ def before_send(view: AttachmentsView, control: AttachmentsController, asking: g
     page gets its Send button back and the answer never starts (`gate` fails, so `.success` does not run)."""
     prepared = asking.then(control.prepare, [asked, view.attached, library, system_prompt, max_tokens],
                            [asked, view.attached, view.chips, view.meter, view.prefill, view.choice,
-                            view.choice_text, message, view.over], show_progress="hidden")
-    gated = prepared.then(control.gate, [view.over], None, show_progress="hidden")
-    gated.then(lambda over: (gr.update(visible=True), gr.update(visible=False)) if over else (gr.skip(), gr.skip()),
-               [view.over], idle, show_progress="hidden")
-    return gated
+                            view.choice_text, message, view.over, *idle], show_progress="hidden")
+    return prepared.then(control.gate, [view.over], None, show_progress="hidden")
