@@ -238,7 +238,7 @@ class AttachmentsController:
                     skip, skip)
         merged = message_with(typed, [a for a in attached if not a.refused])
         kept = [a for a in attached if a.refused]  # refused chips stay until removed: nothing vanishes unread
-        after = budget_for(self.ctx, library, kept, "", system_prompt, max_tokens)
+        after = budget_for(self.ctx, library, kept, merged, system_prompt, max_tokens)  # the question now sent
         return (merged, kept, chips_html(kept, self.browser_kept), meter_html(after),
                 self._prefill(budget.used - budget.max_tokens), gr.update(visible=False), skip, skip, False, skip, skip)
 
