@@ -59,6 +59,7 @@ def test_over_the_context_nothing_is_sent_and_the_choice_says_what_each_way_cuts
     out = control.prepare("Sum it up", [doc], library, "", 200)
     asked, choice, text, message, over, send = out[0], out[5], out[6], out[7], out[8], out[9]
     assert over and message == "Sum it up" and send["visible"] is True and choice["visible"] is True
+    assert asked == {"__type__": "update"}  # the question is not sent: `asked` stays as it was
     assert "Over the context by" in text and "big.txt" in text
     with_trim = control.trim_file("Sum it up", [doc], library, "", 200)
     trimmed = with_trim[0][0]
