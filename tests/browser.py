@@ -33,3 +33,18 @@ def chromium_page(viewport: tuple[int, int] = (1280, 900)) -> Iterator[object]:
             yield context.pages[0] if context.pages else context.new_page()
         finally:
             context.close()
+
+
+@contextmanager
+def launched_chromium() -> Iterator[object]:
+    """One Chromium for several contexts (each its own cookies and storage: a device, or another person)."""
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("Debian's chromium is not installed (scripts/test.sh installs it)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield browser
+        finally:
+            browser.close()

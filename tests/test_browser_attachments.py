@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from m3ui.accounts import AccountStore
-from tests.app_process import running_app
-from tests.browser import CHROMIUM, CHROMIUM_ARGS
+from tests.app_process import running_app, running_app_with_accounts
+from tests.browser import launched_chromium
 from tests.test_browser_accounts import sign_in
 from tests.test_browser_chat import engine_counter, engine_url
 
@@ -58,16 +57,8 @@ def open_page(pw_browser, url: str, width: int = 1440):
 
 @pytest.fixture(scope="module")
 def browser():
-    if not os.path.exists(CHROMIUM):
-        pytest.skip("Debian's chromium is not installed (scripts/test.sh installs it)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with launched_chromium() as chromium:
+        yield chromium
 
 
 def chips(page) -> list[str]:
@@ -77,6 +68,17 @@ def chips(page) -> list[str]:
 def wait_chips(page, count: int) -> list[str]:
     page.wait_for_function(f"document.querySelectorAll('#m3-attachments .m3-chip').length === {count}", polling=POLL_MS)
     return chips(page)
+
+
+def progress_after_a_second(page) -> str:
+    """The progress bar's text once a second or more went by (the prefill still running)."""
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        text = page.evaluate("document.querySelector('#m3-prefill-progress')?.textContent") or ""
+        if re.search(r": [1-9]\d*\.\d s of", text):
+            return text
+        time.sleep(0.3)
+    raise AssertionError(f"no progress past a second: {text!r}")
 
 
 def send(page, text: str) -> None:
@@ -141,9 +143,7 @@ def test_a_long_prompt_shows_its_prefill_progress_and_stop_aborts_the_engine_req
     page.keyboard.press("Enter")
     progress = page.locator("#m3-prefill-progress")
     progress.wait_for(state="visible")
-    page.wait_for_function(r"/: [1-9]\d*\.\d s of/.test(document.querySelector('#m3-prefill-progress')?.textContent)",
-                           polling=POLL_MS)  # a second or more elapsed, and the prefill still runs
-    text = progress.inner_text()
+    text = progress_after_a_second(page)
     assert "Reading" in text and "tokens" in text and "of ≈" in text and "configured" in text, text
     width = page.evaluate("parseFloat(document.querySelector('#m3-prefill-progress .m3-prefill-bar div').style.width)")
     assert 0 < width < 100
@@ -187,13 +187,7 @@ def test_over_the_context_the_question_is_held_back_with_a_choice(app, browser, 
 
 @pytest.fixture(scope="module")
 def accounts_app(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("browser-attach-accounts")
-    store = AccountStore.open(folder / "data")
-    store.add(*ALICE)
-    store.add(*BEN)
-    store.close()
-    with running_app(folder, data_dir=folder / "data") as running:
-        running.wait_engine_ready()
+    with running_app_with_accounts(tmp_path_factory.mktemp("browser-attach-accounts"), ALICE, BEN) as running:
         yield running
 
 

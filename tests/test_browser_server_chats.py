@@ -6,16 +6,14 @@ once, and imported into her account only."""
 from __future__ import annotations
 
 import json
-import os
 import time
 
 import pytest
 
-from m3ui.accounts import AccountStore
 from m3ui.conversation import Conversation
 from m3ui.conversation.library import chat_record, new_chat
-from tests.app_process import running_app
-from tests.browser import CHROMIUM, CHROMIUM_ARGS
+from tests.app_process import running_app_with_accounts
+from tests.browser import launched_chromium
 from tests.test_browser_accounts import sign_in
 
 BOB = ("bob", "bobs-password")
@@ -24,29 +22,15 @@ CAROL = ("carol", "carols-password")
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("browser-server-chats")
-    store = AccountStore.open(folder / "data")
-    store.add(*BOB)
-    store.add(*CAROL)
-    store.close()
-    with running_app(folder, data_dir=folder / "data") as running:
-        running.wait_engine_ready()
+    with running_app_with_accounts(tmp_path_factory.mktemp("browser-server-chats"), BOB, CAROL) as running:
         yield running
 
 
 @pytest.fixture
 def devices():
     """A function giving a new page in a new browser context (a device of its own: own cookies and storage)."""
-    if not os.path.exists(CHROMIUM):
-        pytest.skip("Debian's chromium is not installed (scripts/test.sh installs it)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield lambda: browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
-        finally:
-            browser.close()
+    with launched_chromium() as browser:
+        yield lambda: browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
 
 
 def send(page, text: str) -> None:

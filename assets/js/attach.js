@@ -122,12 +122,14 @@
   window.addEventListener("load", watchChat);
 
   // A question with attachments is not sent early (m3ui/live/early_ask.py): the server joins the files first.
-  window.addEventListener("load", () => {
+  // (live.js sets window.m3uiLive; checked until it is there, and again should it be replaced)
+  setInterval(() => {
     const live = window.m3uiLive;
-    if (!live || !live.ask) return;
+    if (!live || !live.ask || live.ask.m3Attach) return;
     const ask = live.ask;
     live.ask = (...args) => (attachedCount() ? undefined : ask(...args));
-  });
+    live.ask.m3Attach = true;
+  }, 500);
 
   // The prefill progress: from the click until the first token, at the expected rate (the server's figures).
   let timer = null;
