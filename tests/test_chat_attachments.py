@@ -12,7 +12,7 @@ from m3ui.documents.attachment import DOCUMENT_BLOCK, message_with, refused
 from m3ui.documents.reader import read_upload
 from m3ui.documents.token_count import TokenCounter
 from m3ui.ui.chat.attachments import AttachmentsController, chips_html
-from m3ui.ui.chat.folding import HEAD_LINES, MORE_LINES, fold_question
+from m3ui.ui.chat.folding import HEAD_LINES, MORE_LINES, edited_question, fold_question
 
 
 class Context:
@@ -87,3 +87,12 @@ def test_a_chip_too_large_for_the_browser_says_so(tmp_path: Path) -> None:
     doc = attach(tmp_path, "huge.txt", "x" * 2_000_001)
     assert "too large to keep in this browser" in chips_html([doc], browser_kept=True)
     assert "too large" not in chips_html([doc], browser_kept=False)
+
+
+def test_editing_a_question_keeps_its_documents_whole(tmp_path: Path) -> None:
+    doc = attach(tmp_path, "rows.csv", "\n".join(f"row {i}" for i in range(1000)))
+    original = message_with("Count the rows", [doc])
+    shown = fold_question(original)
+    edited = edited_question(original, shown.replace("Count the rows", "Sum the rows"))
+    assert edited == message_with("Sum the rows", [doc]) and "row 999" in edited
+    assert edited_question("plain question", "new words") == "new words"

@@ -37,6 +37,25 @@ def _is_long(text: str) -> bool:
     return len(text) > LONG_TEXT_CHARS or text.count("\n") > LONG_TEXT_LINES
 
 
+def _documents_end(text: str) -> int:
+    """Where the typed part of a question with documents starts (0 when it has none)."""
+    end = 0
+    for end_match in DOCUMENT_BLOCK.finditer(text):
+        end = end_match.end()
+    return end
+
+
+def edited_question(original: str, edited: str) -> str:
+    """A question edited in the chat, whose editor holds the folded display: its documents are kept whole and
+    only the typed part changes (the display is a view; the documents were never in the editor)."""
+    end = _documents_end(original)
+    if not end:
+        return edited
+    shown = fold_question(original[:end])
+    typed = edited[len(shown):] if edited.startswith(shown) else edited.rsplit("\n\n", 1)[-1]
+    return original[:end] + "\n\n" + typed.strip()
+
+
 def fold_question(text: str) -> str:
     """The question as the chat shows it (unchanged when short and without documents)."""
     pieces, at = [], 0
