@@ -79,3 +79,17 @@ def ready_page(url: str, viewport: tuple[int, int] = (1280, 900), timeout_ms: in
         page.goto(url)
         wait_engine_ready(page)
         yield page
+
+
+@contextmanager
+def browser_contexts() -> Iterator[Browser]:
+    """The shared Chromium, for several contexts (each its own cookies and storage: a device, or another person);
+    the contexts opened meanwhile are closed after."""
+    browser = shared_browser()
+    before = set(browser.contexts)
+    try:
+        yield browser
+    finally:
+        for context in browser.contexts:
+            if context not in before:
+                context.close()

@@ -10,10 +10,9 @@ import time
 
 import pytest
 
-from m3ui.accounts import AccountStore
 from m3ui.conversation import Conversation
 from m3ui.conversation.library import chat_record, new_chat
-from tests.app_process import running_app
+from tests.app_process import running_app_with_accounts
 from tests.browser import shared_browser
 from tests.test_browser_accounts import sign_in
 
@@ -24,13 +23,7 @@ CAROL = ("carol", "carols-password")
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("browser-server-chats")
-    store = AccountStore.open(folder / "data")
-    store.add(*BOB)
-    store.add(*CAROL)
-    store.close()
-    with running_app(folder, data_dir=folder / "data") as running:
-        running.wait_engine_ready()
+    with running_app_with_accounts(tmp_path_factory.mktemp("browser-server-chats"), BOB, CAROL) as running:
         yield running
 
 

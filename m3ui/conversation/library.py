@@ -32,6 +32,7 @@ from m3ui.conversation import (
     to_json,
     to_markdown,
 )
+from m3ui.documents.attachment import without_documents
 
 log = logging.getLogger(__name__)
 
@@ -184,8 +185,8 @@ def chat_settings(values: object) -> dict[str, object]:
 
 def title_from(text: str) -> str:
     """A short, plain one-line title: code blocks, link targets, Markdown marks and table rules dropped, math as
-    text ("6*7" stays)."""
-    text = _MATH.sub(_plain_math, _FENCED_BLOCK.sub(" ", text))
+    text ("6*7" stays); a question with attachments is titled by what was typed."""
+    text = _MATH.sub(_plain_math, _FENCED_BLOCK.sub(" ", without_documents(text)))
     plain = _TABLE_RULE.sub(" ", _LINE_MARKS.sub(" ", _EMPHASIS.sub(r"\2", _LINK.sub(r"\1", text))))
     line = " ".join(plain.split())
     return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1].rstrip() + "…"

@@ -16,6 +16,7 @@ import gradio as gr
 from starlette.requests import HTTPConnection
 from starlette.types import Scope
 
+from m3ui.documents.limits import DEFAULT_LIMITS
 from m3ui.gateway.mount import GatewayLayer
 from m3ui.gateway.setup import app_gateway
 from m3ui.live.channel import LiveChannel
@@ -45,7 +46,7 @@ from m3ui.web.session_stamps import SessionStamps
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 # Every page's styles, and its scripts (assets/js/*.js, each one concern, run once per page load).
-CSS_FILES = ("m3ui.css", "theme.css", "phone.css", "simulated.css", "monitor.css", "tables.css")
+CSS_FILES = ("m3ui.css", "theme.css", "phone.css", "simulated.css", "monitor.css", "tables.css", "attach.css")
 JS_DIR = ASSETS / "js"
 # Scripts that must run before the first paint (Gradio runs the others after it mounts): put into the HTML itself.
 EARLY_JS_DIR = ASSETS / "head"
@@ -93,7 +94,7 @@ def build_asgi_app(services: AppServices) -> fastapi.FastAPI:
     # No Gradio run history: it copies every event's inputs and outputs (whole chats) into the browser's storage,
     # rereading and rewriting up to 100 of them at each event (~150 ms of the page's CPU per answer, before its
     # first token, with a few dozen saved chats), and offers to upload them to a Hugging Face bucket.
-    mounted = {"run_history": False}
+    mounted = {"run_history": False, "max_file_size": DEFAULT_LIMITS.max_file_bytes}  # uploads: attachments
     mounts = []
     admin_files: list[str] = []
     if policy.admin_served:

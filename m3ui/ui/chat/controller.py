@@ -23,6 +23,7 @@ from m3ui.conversation.library import CHAT_SETTINGS, ChatLibrary, ChatNote, Save
 from m3ui.legacy_chats import legacy_chats
 from m3ui.live.feed import TICKET
 from m3ui.ui.chat.controls import BUSY_WARNING, clean_text, download_of, session_key, settings_from_form
+from m3ui.ui.chat.folding import edited_question
 from m3ui.ui.chat.following import Following, answer_frame, live_frame, live_values
 from m3ui.ui.chat.live_view import LivePage
 from m3ui.ui.chat.render import render
@@ -300,6 +301,8 @@ class ChatController:
         chat = library.active
         turn = chat.user_turn_index(_user_ordinal(chat, event.index if isinstance(event.index, int) else -1))
         text = clean_text(event.value).strip()
+        if turn is not None and text:  # the editor held the folded view of any attached documents
+            text = edited_question(chat.conversation.turns[turn].content, text)  # type: ignore[union-attr]  # user_turn_index gave a user turn
         if turn is None or not text:
             gr.Warning(EMPTY_MESSAGE if turn is not None else "That message can no longer be edited.")
             yield from self._settled(library, chat)  # the chatbot shows the edit already: put the saved text back

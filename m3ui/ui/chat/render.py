@@ -19,6 +19,7 @@ from m3ui.chat_session import CallStatus, CallView, QuestionView, StepView, Tran
 from m3ui.client.safe_text import safe_text
 from m3ui.conversation.export import fenced
 from m3ui.conversation.library import ChatNote, NoteKind
+from m3ui.ui.chat.folding import fold_question
 
 _CALL_LOG: dict[CallStatus, str] = {
     "receiving": "receiving arguments…",
@@ -48,7 +49,7 @@ def render(items: Sequence[TranscriptItem] = (), live: Sequence[StepView] = (), 
 
 def _item_messages(item: TranscriptItem, key: str) -> list[gr.ChatMessage]:
     if isinstance(item, QuestionView):
-        return [gr.ChatMessage(role="user", content=item.text)]
+        return [gr.ChatMessage(role="user", content=fold_question(item.text))]
     if isinstance(item, ChatNote):
         return [note_message(item)]
     return step_messages(item, key)

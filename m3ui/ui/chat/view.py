@@ -19,6 +19,7 @@ from m3ui.client import GenerationSettings
 from m3ui.client.settings import GREEDY_TEMPERATURE, MAX_STALL_SECONDS, MIN_STALL_SECONDS
 from m3ui.legacy_chats import LEGACY_STORAGE_KEY, legacy_secret
 from m3ui.services import AppServices
+from m3ui.ui.chat.attachments import AttachmentsController, AttachmentsView, before_send, wire_attachments
 from m3ui.ui.chat.browser_import import build_import_offer
 from m3ui.ui.chat.controller import FORM, LIST_LABEL, ChatController
 from m3ui.ui.chat.controls import CHAT_BOX_HEIGHT, STREAMING_LISTENER, chat_runner, thinking_mode_radio
@@ -96,6 +97,7 @@ class ChatTabUI:
     defaults: gr.Button
     keep_reasoning: gr.Checkbox
     system_prompt: gr.Textbox
+    attachments: AttachmentsView | None = None
 
     @property
     def view(self) -> list[gr.components.Component]:
@@ -117,7 +119,10 @@ def build_chat_tab(services: AppServices, page: gr.Blocks) -> ChatTabUI:
     chat = ChatController(chat_runner(services), server, LivePage(services.live_feeds, ui.chatbot,
                                                                  lambda *who: services.live_holder(*who)))
     services.send_early = chat.send_early
-    _wire(ui, chat, build_live_slots(ui.chatbot, page), page)
+    assert ui.attachments is not None
+    attach = wire_attachments(ui.attachments, services, server is None, ui.library, ui.system_prompt, ui.max_tokens,
+                              ui.message)
+    _wire(ui, chat, build_live_slots(ui.chatbot, page), page, attach)
     if server is not None and placeholder is not None:
         with placeholder:
             build_import_offer(server, ui.library, ui.browser, ui.view, chat.sync, page)
@@ -157,6 +162,7 @@ def _layout(legacy_key: str | None) -> ChatTabUI:
                 retry_from = gr.Button("↻ Retry from here", size="sm", elem_id="m3-retry-from")
                 delete_exchange = gr.Button("✕ Remove question and answer", size="sm",
                                             elem_id="m3-delete-exchange")
+            attachments = AttachmentsView.build()
             with gr.Row(equal_height=True, elem_classes=["m3-composer"]):
                 message = gr.Textbox(placeholder="Message MiniMax-M3…  (Enter sends, Shift+Enter: new line)",
                                      show_label=False, lines=1, max_lines=10, scale=8, elem_id="m3-message",
@@ -187,10 +193,12 @@ def _layout(legacy_key: str | None) -> ChatTabUI:
     return ChatTabUI(library, outbox, browser, legacy, sync, drawer, new_chat, search, chat_picker, title, rename,
                      delete, export_md, export_json, download, undo, chatbot, selected, message_actions, selected_label,
                      retry_from, delete_exchange, message, send, stop, regenerate, clear, thinking_mode, temperature,
-                     top_p, max_tokens, stall_seconds, greedy, defaults, keep_reasoning, system_prompt)
+                     top_p, max_tokens, stall_seconds, greedy, defaults, keep_reasoning, system_prompt, attachments)
 
 
-def _wire(ui: ChatTabUI, chat: ChatController, live_slots: LiveSlots, page: gr.Blocks) -> None:
+def _wire(ui: ChatTabUI, chat: ChatController, live_slots: LiveSlots, page: gr.Blocks,
+          attach: AttachmentsController) -> None:
+    assert ui.attachments is not None  # built with the tab (build_chat_tab)
     view = ui.view
     # The library's own actions take turns (they are quick): a sync computed from the library as it was before a
     # concurrent switch or rename would otherwise undo it on the page.
@@ -206,7 +214,9 @@ def _wire(ui: ChatTabUI, chat: ChatController, live_slots: LiveSlots, page: gr.B
         gr.on(triggers, None, None, busy, js=BUSY_JS)
     answers = [
         # "multiple": a question the page took out of the box is always sent (a refused one comes back)
-        asking.then(chat.send, [asked, ui.library, *settings], live, trigger_mode="multiple", **STREAMING_LISTENER),
+        before_send(ui.attachments, attach, asking, asked, ui.library, ui.system_prompt, ui.max_tokens, ui.message,
+                    busy).success(chat.send, [asked, ui.library, *settings], live, trigger_mode="multiple",
+                                  **STREAMING_LISTENER),
         gr.on([ui.regenerate.click, ui.chatbot.retry], chat.regenerate, [ui.library, *settings], live,
               **STREAMING_LISTENER),
         ui.chatbot.edit(chat.edit, [ui.library, *settings], live, **STREAMING_LISTENER),
