@@ -13,19 +13,12 @@ from playwright.sync_api import expect
 
 from m3ui.conversation import AssistantTurn, Conversation
 from m3ui.conversation.library import chat_record, new_chat
-from tests.app_process import running_app
 from tests.browser import chromium_page
 from tests.test_browser_chat import ask, open_chat, send, start_new_chat, wait_answered
 
 pytestmark = pytest.mark.browser
 SAID = """() => [...document.querySelectorAll('.toast-body')].map(e => e.innerText)
   .concat([...document.querySelectorAll('#m3-queued')].filter(e => !e.hidden).map(e => e.innerText))"""
-
-
-@pytest.fixture(scope="module")
-def app(tmp_path_factory):
-    with running_app(tmp_path_factory.mktemp("new-user")) as app:
-        yield app
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.app_process import running_app
 from tests.browser import chromium_page
 from tests.test_browser_chat import ask, open_chat
 
@@ -21,12 +20,6 @@ FIRST_BUBBLE_AND_BUTTONS = """() => {
   const box = (selector) => document.querySelector(selector).getBoundingClientRect().toJSON();
   return [box('#m3-chatbot .message-row'), box('#m3-chatbot .top-panel')];
 }"""
-
-
-@pytest.fixture(scope="module")
-def app(tmp_path_factory):
-    with running_app(tmp_path_factory.mktemp("phone-chat")) as app:
-        yield app
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tests.app_process import running_app
 from tests.browser import chromium_page
 from tests.test_browser_chat import wait_engine_ready
 from tests.test_browser_tools import WEATHER, ask, ask_only, wait_answered
@@ -19,12 +18,6 @@ from tests.test_browser_tools import WEATHER, ask, ask_only, wait_answered
 pytestmark = pytest.mark.browser
 UI_TIMEOUT_MS = 60_000
 LAPTOP = (1440, 900)
-
-
-@pytest.fixture(scope="module")
-def app(tmp_path_factory):
-    with running_app(tmp_path_factory.mktemp("tools-day")) as app:
-        yield app
 
 
 @pytest.fixture

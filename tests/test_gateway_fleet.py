@@ -3,7 +3,6 @@ streamed chat with tools (openai) and streamed messages with tool_use (anthropic
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -12,7 +11,7 @@ import openai
 import pytest
 
 from tests.fleet_checks import healthy_workers
-from tests.fleet_process import free_block
+from tests.fleet_process import write_fleet_file
 from tests.gateway_app import gateway_app
 from tests.test_gateway_sdks import WEATHER_ANTHROPIC, WEATHER_OPENAI
 
@@ -20,14 +19,10 @@ pytest.importorskip("sglang_router")
 
 
 def test_both_sdks_stream_tools_through_the_gateway_to_a_fleet(tmp_path: Path) -> None:
-    router_port, first = free_block(2), free_block(2)
-    path = tmp_path / "fleet.json"
-    path.write_text(json.dumps({"engine": "sim", "router": {"port": router_port},
-                                "base": {"preset": "single-gpu", "set": {"host": "127.0.0.1"}},
-                                "workers": [{"port": first}, {"port": first + 1}]}))
+    path, router = write_fleet_file(tmp_path)
     with gateway_app(tmp_path, "--fleet", str(path), ready=False) as gw:
         deadline = time.monotonic() + 120
-        while len(healthy_workers(f"http://127.0.0.1:{router_port}")) < 2:
+        while len(healthy_workers(router)) < 2:
             assert time.monotonic() < deadline, gw.app.log()[-3000:]
             time.sleep(0.3)
         with openai.OpenAI(base_url=gw.base_url, api_key=gw.keys["bob"], max_retries=0) as client:

@@ -36,7 +36,7 @@ PROGRESS_FROM_S = 1.0  # a prefill expected to take longer gets the progress bar
 APPLY_JS = "(command, ...state) => [window.m3uiAttach.order(), ...state]"  # assets/js/attach.js
 PREFILL_JS = "(figures) => { window.m3uiAttach.prefill(figures); }"  # assets/js/attach.js
 PICKER = ('<label class="m3-attach-button" title="Attach files (or drop them on the chat, or paste them)">'
-          '📎 Attach<input id="m3-attach" type="file" multiple></label>'
+          '+ Attach files<input id="m3-attach" type="file" multiple></label>'
           f'<span class="m3-attach-limits">up to {DEFAULT_LIMITS.max_files} files, '
           f'{human_size(DEFAULT_LIMITS.max_file_bytes)} each; text, code, PDF, .zip</span>')
 

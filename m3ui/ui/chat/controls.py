@@ -18,7 +18,7 @@ from m3ui.services import AppServices
 
 # Both chat boxes follow the window's height (up to 620 px), so the composer below them, and the Tools tab's
 # Approve/Deny bar, stay on screen on a laptop; phone.css sets the phone's own height.
-CHAT_BOX_HEIGHT = "clamp(320px, calc(100dvh - 340px), 620px)"
+CHAT_BOX_HEIGHT = "clamp(320px, calc(100dvh - 420px), 620px)"
 # Said once when a page asks for a second answer while one streams (the runner's reason would repeat it).
 BUSY_WARNING = "An answer is still streaming in this page: stop it first (■ Stop or Esc)."
 THINKING_MODE_INFO = ("Adaptive: the model decides whether to think. Enabled: it always thinks first. "
