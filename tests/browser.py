@@ -40,15 +40,19 @@ def shared_browser() -> Browser:
         from playwright.sync_api import sync_playwright
 
         playwright = sync_playwright().start()
-        atexit.register(_stop)
+        atexit.register(stop_shared_browser)
     _running.append((playwright, playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS,
                                                             headless=True)))
     return _running[0][1]
 
 
-def _stop() -> None:
-    for playwright, browser in _running:
-        browser.close()
+def stop_shared_browser() -> None:
+    """Close it, and Playwright's event loop with it: while that loop runs in this thread, any later test of the
+    process calling asyncio.run() fails ("cannot be called from a running event loop")."""
+    while _running:
+        playwright, browser = _running.pop()
+        if browser.is_connected():
+            browser.close()
         playwright.stop()
 
 

@@ -28,7 +28,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from tests.app_process import RunningApp, running_app  # noqa: E402
-from tests.browser import ready_page  # noqa: E402
+from tests.browser import ready_page, stop_shared_browser  # noqa: E402
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -43,6 +43,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("browser") and not item.get_closest_marker("flaky"):
             item.add_marker(pytest.mark.flaky(reruns=BROWSER_RERUNS))
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _chromium_closed_after_each_module() -> Iterator[None]:
+    """The process's one Chromium lives for a module's tests at most (see tests.browser.stop_shared_browser): a
+    pytest-xdist worker runs browser and asyncio tests one after the other."""
+    yield
+    stop_shared_browser()
 
 
 @pytest.fixture(scope="session")

@@ -101,4 +101,6 @@ def test_the_main_app_exposes_no_admin_handler(app, admin_config):
     browser_only = {name for name in admin_names if name is None or str(name).startswith("js_fn")}  # no handler
     assert not (main_names & (admin_names - browser_only))
     elem_ids = {c.get("props", {}).get("elem_id") for c in main["components"]}
-    assert not any(str(e).startswith(("m3-field-", "m3-engine-", "m3-admin-", "m3-attach")) for e in elem_ids)
+    assert not any(str(e).startswith(("m3-field-", "m3-engine-", "m3-admin-")) for e in elem_ids)
+    # the admin's Attach tab (the chat's own attachments are m3-attachments, m3-attach-files, m3-attach-apply)
+    assert not elem_ids & {"m3-attach", "m3-attach-url", "m3-attach-key", "m3-attach-outcome"}

@@ -57,7 +57,10 @@ def test_an_answer_streams_over_the_page_channel_and_gradio_carries_only_its_end
     frames = ask(client, ticket)
     channel.join()
     assert channel.ended and channel.events >= 5, channel.events
-    assert len(frames) <= 3, len(frames)  # the question (and a waiting answer), the answer shown, the last
+    # Gradio's frames show the question (and a waiting answer), the answer shown, the last; the once-a-second saves
+    # of the growing answer in between leave the chatbot alone (a skip)
+    shown = [frame for frame in frames if frame != {"__type__": "update"}]
+    assert len(shown) <= 3, frames
     final = texts(frames[-1])
     assert "399, 400." in final[-1]
     assert channel.start == 0 and texts(channel.live) == final  # the page shows the same, whichever came last

@@ -73,13 +73,15 @@ def test_gradios_deep_link_route_which_writes_a_file_per_page_state_is_refused(a
             assert "deep links are off" in answer.text
 
 
-def test_an_app_without_an_upload_component_refuses_uploads(app):
+def test_an_app_without_an_upload_component_refuses_uploads_and_the_chat_takes_its_attachments(app):
     with client(app) as c:
-        for mount, headers in (("", {}), ("/admin", admin_cookie(app))):
-            answer = c.post(f"{mount}/gradio_api/upload", files={"files": ("big.bin", b"x" * 100_000)},
-                            headers=headers)
-            assert answer.status_code == 403, (mount, answer.status_code, answer.text[:200])
-            assert "takes no files" in answer.text
+        answer = c.post("/admin/gradio_api/upload", files={"files": ("big.bin", b"x" * 100_000)},
+                        headers=admin_cookie(app))
+        assert answer.status_code == 403, (answer.status_code, answer.text[:200])
+        assert "takes no files" in answer.text
+        # the chat's attachments (m3ui/ui/chat/attachments.py) are its one upload component
+        answer = c.post("/gradio_api/upload", files={"files": ("notes.txt", b"x" * 100_000)})
+        assert answer.status_code == 200, answer.text[:200]
 
 
 def test_a_chat_id_not_in_the_list_gets_a_plain_message_not_gradios_choices_error(app):
