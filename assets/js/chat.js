@@ -15,6 +15,9 @@
   const MIGRATED = "m3ui-chats-migrated"; // set once chats saved the old way are written as records
   const FULL = "This browser's storage is full: the latest change is not saved. Export the chat, or delete old chats.";
   let moved = {}; // chat id -> id of the copy ours was saved as, for the next sync
+  // The same, kept until the sync hands the copy's id to the server: an answer streaming meanwhile saves itself
+  // about once a second, and each of those saves goes on into the one copy (not a copy of its own each).
+  const copies = {};
   let seen = null; // the stored chats as this page last read or wrote them (see fingerprint)
   let lastLook = 0;
   let syncWanted = false;
@@ -48,6 +51,7 @@
       }
     }
     const reply = { records, moved, migrated: localStorage.getItem(MIGRATED) === "1" };
+    for (const id of Object.keys(moved)) delete copies[id]; // the server now has the copy's id
     moved = {};
     return reply;
   }
@@ -63,6 +67,12 @@
     try {
       for (const { base, ...record } of batch) {
         if (!record || typeof record.id !== "string") continue;
+        if (copies[record.id] && !record.deleted) {
+          const id = copies[record.id];
+          localStorage.setItem(PREFIX + id, JSON.stringify({ ...record, id, title: "Copy: " + record.title }));
+          moved[record.id] = id;
+          continue;
+        }
         const now = stored(record.id);
         if (record.deleted) {
           if (now && now.hash !== base) merge = true; // changed elsewhere since this page saw it: kept
@@ -72,7 +82,7 @@
         } else { // another page changed this chat since this page read it: keep both
           const copy = { ...record, id: newId(), title: "Copy: " + record.title };
           localStorage.setItem(PREFIX + copy.id, JSON.stringify(copy));
-          moved[record.id] = copy.id;
+          moved[record.id] = copies[record.id] = copy.id;
           merge = true;
         }
       }
