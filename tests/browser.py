@@ -97,3 +97,12 @@ def browser_contexts() -> Iterator[Browser]:
         for context in browser.contexts:
             if context not in before:
                 context.close()
+
+
+def open_tab(page: Page, name: str) -> None:
+    """Click a tab; on a narrow screen Gradio moves the last tabs into its "More tabs" menu."""
+    tab = page.get_by_role("tab", name=name)
+    if not tab.count():
+        page.get_by_role("button", name="More tabs").click()
+        tab = page.locator(".overflow-dropdown button", has_text=name)
+    tab.click()

@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 from m3ui.accounts import AccountStore
 from m3ui.accounts.usage import AnswerUsage, UsageLedger
 from tests.app_process import running_app
-from tests.browser import chromium_page
+from tests.browser import chromium_page, open_tab
 
 pytestmark = pytest.mark.browser
 BOB = ("bob", "bobs-password")
@@ -84,7 +84,7 @@ def test_wide_tables_scroll_sideways_on_a_phone_with_a_hint(app) -> None:
     with chromium_page(PHONE) as page:
         page.set_default_timeout(UI_TIMEOUT_MS)
         sign_in(page, app.url + "/", *BOB)
-        page.get_by_role("tab", name="Account").click()
+        open_tab(page, "Account")
         page.wait_for_selector("#m3-account-usage table")
         assert readable(page, "#m3-account-usage table") in ("scrolls", "fits")
         expect(page.locator("#m3-account-usage .m3-scroll-hint")).to_be_visible()

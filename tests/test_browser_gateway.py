@@ -14,7 +14,7 @@ import pytest
 
 from m3ui.accounts import AccountStore
 from tests.app_process import running_app
-from tests.browser import chromium_page
+from tests.browser import chromium_page, open_tab
 from tests.test_browser_accounts import sign_in
 
 BOB = ("bob", "bobs-password")
@@ -36,15 +36,6 @@ def shots_dir(tmp_path: Path) -> Path:
     folder = Path(os.environ.get("M3UI_SCREENSHOTS", tmp_path))
     folder.mkdir(parents=True, exist_ok=True)
     return folder
-
-
-def open_tab(page, name: str) -> None:
-    """Click a tab; on a narrow screen Gradio moves the last tabs into its "More tabs" menu."""
-    tab = page.get_by_role("tab", name=name)
-    if not tab.count():
-        page.get_by_role("button", name="More tabs").click()
-        tab = page.locator(".overflow-dropdown button", has_text=name)
-    tab.click()
 
 
 def create_key(page, label: str) -> str:
