@@ -77,8 +77,9 @@ def test_a_killed_engine_is_restarted_with_back_off_until_the_limit_then_left_fo
 
     killed_at = time.time()
     first = kill_engine(supervisor)
+    noticed_by = time.time()  # the death was noticed (and the restart planned) before this, however busy the host
     auto = supervisor.snapshot().auto_restart
-    assert killed_at + FAST.first_delay_s <= auto.due_at < killed_at + 2 * FAST.first_delay_s
+    assert killed_at + FAST.first_delay_s <= auto.due_at <= noticed_by + FAST.first_delay_s  # not backed off yet
     assert (auto.attempt, auto.max_attempts, auto.gave_up) == (1, 2, False) and auto.due_at is not None
     assert "restarts by itself in" in link.status().failure and "(attempt 1 of 2)" in link.status().failure
     assert "killed by SIGKILL" in link.status().failure
