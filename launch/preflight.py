@@ -47,22 +47,22 @@ def host_facts(report: HardwareReport) -> HostFacts:
 
 def simulated_host(settings: LaunchSettings) -> HostFacts:
     """The simulated engine's hardware, as it will see it: its GPUs from the same M3UI_SIM_* environment
-    variables, and this machine's CPUs, which it runs on and which the Monitor lays kt-kernel's pools over (so the
-    checks and the Monitor judge --kt-cpuinfer against the same CPUs)."""
+    variables, and the CPUs of the host it plays (M3UI_SIM_HOST), else this machine's, which it runs on and which
+    the Monitor lays kt-kernel's pools over (so the checks and the Monitor judge --kt-cpuinfer alike)."""
     hw = load_sim_config(max(1, settings.tp_size))
+    physical: int | None
+    logical: int | None
     played = _played_host()  # M3UI_SIM_HOST: the CPU the sim plays is checked like a real one
     if played is not None:
-        cpu = played.cpu
-        return HostFacts(gpu_count=hw.gpu_count, gpu_bytes=hw.gpu_bytes, compute_capability=(9, 0),
-                         physical_cores=cpu.physical_cores, logical_cores=cpu.logical_cores,
-                         numa_node_ids=tuple(range(cpu.numa_nodes)), ram_bytes=hw.ram_bytes, simulated=True)
-    # otherwise this machine's CPUs, as the Monitor reads them: the sim's workers run here
-    here = detect_cpu()
+        physical, logical = played.cpu.physical_cores, played.cpu.logical_cores
+        nodes = tuple(range(played.cpu.numa_nodes))
+    else:  # this machine's CPUs, as the Monitor reads them: the sim's workers run here
+        here = detect_cpu()
+        physical, logical = here.physical_cores, here.logical_cores
+        nodes = tuple(n.id for n in here.numa_nodes if n.cpus)
     return HostFacts(gpu_count=hw.gpu_count, gpu_bytes=hw.gpu_bytes, compute_capability=(9, 0),
-                     physical_cores=here.physical_cores, logical_cores=here.logical_cores,
-                     numa_node_ids=tuple(n.id for n in here.numa_nodes if n.cpus), ram_bytes=hw.ram_bytes,
+                     physical_cores=physical, logical_cores=logical, numa_node_ids=nodes, ram_bytes=hw.ram_bytes,
                      simulated=True)
-
 
 def _played_host() -> HostFigures | None:
     try:
