@@ -132,6 +132,9 @@ def test_tool_arguments_reasoning_and_the_stats_line_meet_wcag_aa(app, theme: st
         page.locator("#m3-chatbot .thought-group [role=button]").first.click()  # unfold the reasoning
         reasoning = page.locator("#m3-chatbot .thought-group .message-content p").first
         reasoning.wait_for()
+        # the fold fades in (opacity): measured once its animations end, not part way through (read 1:1 mid-fade)
+        reasoning.evaluate("""e => Promise.all(document.getAnimations()
+          .filter(a => a.effect && a.effect.target && a.effect.target.contains(e)).map(a => a.finished))""")
         size, ratio = reasoning.evaluate("e => [parseFloat(getComputedStyle(e).fontSize), m3TextContrast(e)]")
         assert size >= 13 and ratio >= 4.5, (size, ratio)
         stats = page.locator("#m3-chatbot .m3-stats").last.evaluate("e => m3TextContrast(e)")

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import anthropic
+import httpx
 import openai
 import pytest
 
@@ -22,7 +23,11 @@ def test_both_sdks_stream_tools_through_the_gateway_to_a_fleet(tmp_path: Path) -
     path, router = write_fleet_file(tmp_path)
     with gateway_app(tmp_path, "--fleet", str(path), ready=False) as gw:
         deadline = time.monotonic() + 120
-        while len(healthy_workers(router)) < 2:
+        # both workers healthy behind the router, and the app has seen its fleet come ready (until then the
+        # gateway answers 503 with retry-after, as it should)
+        while len(healthy_workers(router)) < 2 or httpx.get(
+                gw.base_url + "/models", headers={"authorization": f"Bearer {gw.keys['bob']}"},
+                timeout=10).status_code != 200:
             assert time.monotonic() < deadline, gw.app.log()[-3000:]
             time.sleep(0.3)
         with openai.OpenAI(base_url=gw.base_url, api_key=gw.keys["bob"], max_retries=0) as client:
