@@ -6,7 +6,10 @@ more."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from playwright.sync_api import expect
 
 from tests.app_process import running_app
 from tests.browser import chromium_page
@@ -129,7 +132,14 @@ def test_tool_arguments_reasoning_and_the_stats_line_meet_wcag_aa(app, theme: st
         page.fill("#m3-message textarea", "Solve step by step: 17 * 23")
         page.keyboard.press("Enter")
         page.wait_for_selector("#m3-chatbot .m3-stats")
-        page.locator("#m3-chatbot .thought-group [role=button]").first.click()  # unfold the reasoning
+        # The pane stays open while the reasoning streams and folds itself once its status is done: a click before
+        # that folds it (read 1:1 in a busy CI run), so the click waits for the fold, then the pane must be open
+        title = page.locator("#m3-chatbot .thought-group [role=button]").first
+        page.wait_for_function("""() => { const t = document.querySelector('#m3-chatbot .thought-group [role=button]');
+          return t && !t.classList.contains('expanded')
+            && !document.querySelector('#m3-chatbot .thought-group .loading-spinner'); }""")
+        title.click()  # unfold the reasoning
+        expect(title).to_have_class(re.compile(r"\bexpanded\b"))
         reasoning = page.locator("#m3-chatbot .thought-group .message-content p").first
         reasoning.wait_for()
         # the fold fades in (opacity): measured once its animations end, not part way through (read 1:1 mid-fade)
