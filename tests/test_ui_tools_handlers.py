@@ -12,6 +12,8 @@ import gradio as gr
 import pytest
 
 from m3ui.access import AccessPolicy
+from m3ui.accounts import AccountStore
+from m3ui.accounts.server_chats import ServerChats
 from m3ui.chat_session import EXAMPLE_CUSTOM_TOOL, CallView, ChatRunner
 from m3ui.client import EndpointConfig
 from m3ui.conversation import Conversation, ToolTurn
@@ -19,7 +21,7 @@ from m3ui.conversation.library import chat_record, new_chat
 from m3ui.services import AppServices
 from m3ui.tools import builtin_tools
 from m3ui.ui.tools.controller import BUSY_HINT, UNCHANGED, ToolsController
-from m3ui.ui.tools.keeping import BrowserKeeper, Kept, new_tool_chat
+from m3ui.ui.tools.keeping import BrowserKeeper, Kept, ServerKeeper, ToolChatKeeper, new_tool_chat
 from m3ui.ui.tools.layout import MESSAGE_HINT, ToolsTabUI, build_layout
 from m3ui.ui.tools.view import build_tools_tab
 from tests.sse_replay import ReplayServer, answer_reply, tool_calls_reply
@@ -32,9 +34,9 @@ with gr.Blocks():
 CHATBOT, CHAT, APPROVAL, APPROVAL_TEXT = UI.chatbot, UI.chat, UI.approval, UI.approval_text
 
 
-def controller(server: ReplayServer) -> ToolsController:
+def controller(server: ReplayServer, keeper: ToolChatKeeper | None = None) -> ToolsController:
     endpoint = EndpointConfig(base_url=server.base_url)
-    return ToolsController(ChatRunner(lambda: endpoint, lambda: "ready"), UI, BrowserKeeper())
+    return ToolsController(ChatRunner(lambda: endpoint, lambda: "ready"), UI, keeper or BrowserKeeper())
 
 
 def regenerate(tools: ToolsController, chat):
@@ -284,3 +286,36 @@ def test_every_handler_sets_only_outputs_of_its_own_listener(tmp_path):
             assert names(UI, update) <= listeners[name], name
     assert names(UI, sent[-1]) == names(tab, tab.view) - {"approval_text"}
     assert sent[-1][CHATBOT][-1].content.startswith("Oslo")
+
+
+SLOW_ANSWER = replace(answer_reply("One two three four."), delay_s=0.3)  # streams for over PARTIAL_SAVE_S
+
+
+def test_an_answer_is_kept_as_it_streams_so_a_killed_app_keeps_what_arrived():
+    with ReplayServer([SLOW_ANSWER]) as server:
+        updates = list(send(controller(server), "Count slowly"))
+    partial = [update for update in updates[1:-1] if UI.saved in update]
+    assert partial, "nothing was kept while the answer streamed"
+    kept = BrowserKeeper().restored(partial[0][UI.saved], None)
+    assert kept == partial[0][UI.chat] and kept.notes[-1].kind == "cut"
+    assert kept.conversation.turns[-1].content.startswith("One")
+    final = BrowserKeeper().restored(updates[-1][UI.saved], None)
+    assert final.conversation.turns[-1].content == "One two three four." and not final.notes
+
+
+def test_on_the_server_the_question_the_answer_so_far_and_the_answer_are_one_chat(tmp_path):
+    """Each keep is made from the version the one before stored: none of them is taken for another device's."""
+    store = AccountStore.open(tmp_path / "data")
+    store.add("bob", "bobs-password")
+    chats = ServerChats(store)
+    try:
+        with ReplayServer([SLOW_ANSWER]) as server:
+            tools = controller(server, ServerKeeper(chats))
+            updates = list(tools.send("Count slowly", new_tool_chat(), (), NAMES, "auto", "adaptive", False, 5, 10,
+                                      60, gr.Request(username="bob", session_hash="page-1")))
+        assert any(UI.chat in update for update in updates[1:-1])  # kept while it streamed
+        (record,) = chats.export("bob")
+        assert record["id"] == "tools" and record["conversation"]["turns"][-1]["content"] == "One two three four."
+        assert updates[-1][UI.chat].id == "tools" and updates[-1][UI.saved] == gr.skip()
+    finally:
+        store.close()

@@ -3,8 +3,9 @@ result) while the tool loop runs them and hands the results back, until the fina
 
 Every handler returns its values keyed by component ({ui.chatbot: ...}): Gradio places them whatever the order
 of the listener's outputs, and a component that is not among them is left as it was. The tool chat is kept by a
-ToolChatKeeper (m3ui.ui.tools.keeping: the browser, or the server under accounts) at each change the page shows
-as settled: the question asked, the answer ended, the chat cleared. Custom tools live for the page session only.
+ToolChatKeeper (m3ui.ui.tools.keeping: the browser, or the server under accounts) as the Chat tab keeps its chats:
+the question once asked, the answer so far while it streams, the answer once it ended, and a cleared chat.
+Custom tools live for the page session only.
 With "approve each call" the loop pauses on every call until the user clicks Approve or Deny (a separate request
 that resolves the run).
 """
@@ -186,7 +187,8 @@ class ToolsController:
 
     def _answer(self, shown: SavedChat, answer: AnswerRequest, request: gr.Request) -> Iterator[Values]:
         """Run `answer` (its chat made from `shown`, the page's): the question is kept once the run started (a
-        refused keep raises, which stops the run), the answer once it ended."""
+        refused keep raises, which stops the run), the answer so far while it streams (at most once per
+        m3ui.chat_session.runner.PARTIAL_SAVE_S: an app killed meanwhile keeps it), the answer once it ended."""
         user = request.username
         answer = replace(answer, user=user)  # their quota and usage (m3ui/accounts/meter.py)
         saved = render(transcript(answer.chat))  # rendered once: only the live answer changes while it streams
@@ -197,13 +199,21 @@ class ToolsController:
                     shown = kept.chat  # a branch has an id and a title of its own, which the answer keeps
                     yield self.show(kept, busy=True, message="", chatbot=saved + render(running=True))
                 elif update.phase == "streaming":
-                    yield self.frame(saved + render(live=update.live, running=True), update.awaiting_approval)
+                    frame = self.frame(saved + render(live=update.live, running=True), update.awaiting_approval)
+                    if update.so_far is not None:
+                        kept = self.keeper.kept(shown, _onto(update.so_far, shown), user, answer=True)
+                        shown = kept.chat
+                        frame |= {self.ui.chat: kept.chat, self.ui.saved: kept.saved}
+                    yield frame
                 elif update.phase == "answered":
                     yield self.frame(render(transcript(update.chat)), None)
                 else:  # what was typed meanwhile is kept
-                    ended = update.chat if update.chat.id == shown.id else \
-                        replace(update.chat, id=shown.id, title=shown.title)  # onto the branch
-                    yield self.show(self.keeper.kept(shown, ended, user, answer=True))
+                    yield self.show(self.keeper.kept(shown, _onto(update.chat, shown), user, answer=True))
         except SessionBusy:
             gr.Warning(BUSY_WARNING)
             yield UNCHANGED
+
+
+def _onto(chat: SavedChat, kept: SavedChat) -> SavedChat:
+    """The answer's `chat` under the id and title its question was kept with (a branch's, after a conflict)."""
+    return chat if chat.id == kept.id else replace(chat, id=kept.id, title=kept.title)
