@@ -132,7 +132,7 @@ def test_streaming_listeners_have_no_concurrency_limit_of_one(tmp_path):
     from m3ui.access import AccessPolicy
     from m3ui.services import AppServices
     from m3ui.ui.chat.view import build_chat_tab
-    from m3ui.ui.tools_view import build_tools_tab
+    from m3ui.ui.tools.view import build_tools_tab
 
     services = AppServices.create(tmp_path, AccessPolicy.from_env("127.0.0.1", None))
     try:

@@ -1,4 +1,4 @@
-// Both chat tabs' message boxes while an answer streams (Chat: m3ui/ui/chat/view.py, Tools: m3ui/ui/tools_view.py):
+// Both chat tabs' message boxes while an answer streams (Chat: m3ui/ui/chat/view.py, Tools: m3ui/ui/tools/layout.py):
 // - Enter queues the message visibly, and it is sent when the answer ends (the box stays open meanwhile);
 // - Esc stops the answer;
 // - a Regenerate or Retry is not sent: one note under the message box says to stop first.

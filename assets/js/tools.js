@@ -1,5 +1,6 @@
-// The Tools tab's page script (m3ui/ui/tools_view.py calls window.m3uiTools):
-// - the tool chat is kept in the browser's storage under one key, and read back when the page loads;
+// The Tools tab's page script (m3ui/ui/tools/view.py calls window.m3uiTools):
+// - without accounts, the tool chat is kept in the browser's storage under one key, and read back when the page
+//   loads (with accounts the server keeps it: m3ui/ui/tools/keeping.py);
 // - (Esc, and Enter while an answer runs, are composer.js's, as in the Chat tab);
 // - a call waiting for approval brings its Approve/Deny bar into view (a short window could have it below the fold).
 (() => {

@@ -37,7 +37,7 @@ from m3ui.ui.gradio_contacts.queue_pacing import pace_queue
 from m3ui.ui.header_view import build_header
 from m3ui.ui.monitor.view import build_monitor_tab
 from m3ui.ui.real_engine_page import real_engine_route
-from m3ui.ui.tools_view import build_tools_tab
+from m3ui.ui.tools.view import build_tools_tab
 from m3ui.web.asgi import client_address
 from m3ui.web.early_head import EarlyHead
 from m3ui.web.guards import install_guards
