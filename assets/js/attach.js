@@ -167,5 +167,5 @@
     timer = setInterval(tick, 200);
   }
 
-  window.m3uiAttach = { forward, prefill, order };
+  window.m3uiAttach = { forward, prefill, order, count: attachedCount };
 })();

@@ -253,7 +253,7 @@ class AttachmentsController:
 
     @staticmethod
     def _choice_text(budget: Budget, attached: list[Attachment]) -> str:
-        lines = [f"**Over the context by {budget.over:,} tokens** ({budget.used:,} of {budget.limit:,}, with "
+        lines = [f"⚠ **Over the context by {budget.over:,} tokens** ({budget.used:,} of {budget.limit:,}, with "
                  f"{budget.max_tokens:,} kept for the answer). Nothing was sent and nothing is cut unless you choose:"]
         drop = budget.turns_to_drop()
         lines.append(f"- *Drop the oldest turns*: removes the first {drop} turn(s) of this chat" if drop
@@ -266,9 +266,10 @@ class AttachmentsController:
         return "\n".join(lines)
 
     def gate(self, over: bool | None) -> None:
+        """Stops the answer over the context. The choice shown above the message box is the notice (a warning
+        with its ways out, not a failure): the error that stops the chain is never shown as a toast."""
         if over:
-            raise gr.Error("Over the model's context: choose what to cut below, or cancel.", title="Not sent",
-                           duration=6)
+            raise gr.Error("Over the model's context", visible=False, print_exception=False)
 
     def drop_oldest(self, text: str, attached: list[Attachment] | None, library: ChatLibrary | None,
                     system_prompt: str, max_tokens: float | None) -> tuple[object, ...]:

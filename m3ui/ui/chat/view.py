@@ -53,8 +53,10 @@ TOGGLE_DRAWER_JS = "() => { window.m3uiChats.toggleDrawer(); }"
 # Asking also opens the page's live channel, which the answer's frames take while it streams (m3ui.live).
 BUSY = "{__type__: 'update', visible: false}, {__type__: 'update', visible: true}"
 BUSY_JS = f"() => {{ {OPEN_JS}; return [{BUSY}]; }}"
-# It also tells the server at once what it asks, with the form's settings (m3ui.live.early_ask).
-ASK_JS = (f"(text, ...form) => {{ if (!(text || '').trim()) return [text, undefined, undefined, undefined]; {OPEN_JS}; "
+# It also tells the server at once what it asks, with the form's settings (m3ui.live.early_ask). Attached files
+# with nothing typed are a question too: the files are what is asked about (assets/js/attach.js).
+ASK_JS = (f"(text, ...form) => {{ if (!(text || '').trim() && !window.m3uiAttach?.count()) "
+          f"return [text, undefined, undefined, undefined]; {OPEN_JS}; "
           f"window.m3uiLive.ask(text, {json.dumps(FORM)}, form); "
           f"return [text, '', {BUSY}]; }}")
 
