@@ -24,6 +24,7 @@ from m3ui.conversation.library import ChatLibrary
 from m3ui.conversation.turns import AssistantTurn, ToolTurn, UserTurn
 from m3ui.documents.attachment import Attachment, message_with
 from m3ui.documents.budget import Budget, context_length
+from m3ui.documents.engine_count import EngineCounter
 from m3ui.documents.limits import DEFAULT_LIMITS, human_size
 from m3ui.documents.prefill import PrefillRate, expected_seconds, measured_rate, simulated_rate
 from m3ui.documents.reader import read_uploads
@@ -61,14 +62,17 @@ class DocumentContext:
 
     @property
     def counter(self) -> TokenCounter:
-        return _counter(self._model_path())
+        """The model's tokenizer.json, else the engine while it is ready (counted there), else estimates."""
+        endpoint = self._services.link.endpoint()
+        engine = (endpoint.base_url.removesuffix("/v1"), endpoint.model, endpoint.api_key) if endpoint else None
+        return _counter(self._model_path(), engine)
 
     @property
     def limit(self) -> int:
         return _context(self._model_path())
 
     def tokens(self, text: str) -> int:
-        return _count(self._model_path(), text)
+        return self.counter.count(text).tokens if text else 0
 
     def prefill_rate(self, prompt_tokens: int) -> PrefillRate | None:
         engine, settings = self._services.link.engine, self._services.link.settings
@@ -78,19 +82,14 @@ class DocumentContext:
         return measured_rate([s.rates.prompt_tokens_per_s for s in history.engine if s.rates])
 
 
-@lru_cache(maxsize=4)
-def _counter(model_path: str | None) -> TokenCounter:
-    return TokenCounter.for_model(model_path)
+@lru_cache(maxsize=4)  # one per model and engine: each keeps its exact counts (a chat's turns, counted once)
+def _counter(model_path: str | None, engine: tuple[str, str, str] | None) -> TokenCounter:
+    return TokenCounter.for_model(model_path, EngineCounter(*engine) if engine else None)
 
 
 @lru_cache(maxsize=4)
 def _context(model_path: str | None) -> int:
     return context_length(model_path)
-
-
-@lru_cache(maxsize=4096)  # a chat's earlier turns are counted once (a str caches its own hash)
-def _count(model_path: str | None, text: str) -> int:
-    return _counter(model_path).count(text).tokens if text else 0
 
 
 def budget_for(ctx: DocumentContext, library: ChatLibrary | None, attached: list[Attachment], typed: str,
