@@ -22,9 +22,10 @@ from m3ui.documents.engine_count import EngineCounter
 log = logging.getLogger(__name__)
 
 CHARS_PER_TOKEN = 3.6  # MiniMax's vocabulary on English prose and code; only for the labelled estimate
-# Past this, the engine is not asked: ≈1.1M tokens by the estimate, more than M3's whole context, so an exact
-# count changes no decision (the meter is over either way), and the engine's tokenizer is not held for seconds.
-ENGINE_MAX_CHARS = 4_000_000
+# Past this, the engine is not asked: at 8 chars a token (denser than any real text) it is more than M3's whole
+# 1M-token context, so an exact count changes no decision (the meter is over either way), and the engine's
+# tokenizer is not held for seconds.
+ENGINE_MAX_CHARS = 8_000_000
 KEPT_COUNTS = 4096  # exact counts kept, by a digest of the text (bounded whatever the texts' sizes)
 
 CountSource = Literal["tokenizer", "engine", "estimate"]

@@ -32,7 +32,6 @@ from m3ui.documents.token_count import TokenCounter
 from m3ui.services import AppServices
 from m3ui.ui.chat.controls import clean_text
 
-BROWSER_KEEP_CHARS = 2_000_000  # a browser's localStorage holds about 5 MB for every chat of the page
 PROGRESS_FROM_S = 1.0  # a prefill expected to take longer gets the progress bar
 APPLY_JS = "(command, ...state) => [window.m3uiAttach.order(), ...state]"  # assets/js/attach.js
 PREFILL_JS = "(figures) => { window.m3uiAttach.prefill(figures); }"  # assets/js/attach.js
@@ -113,13 +112,12 @@ def chips_html(attached: list[Attachment], browser_kept: bool) -> str:
             parts.append(f'<span class="m3-chip-tokens">{html.escape(str(info["tokens_label"]))}</span>')
             if a.note:
                 parts.append(f'<span class="m3-chip-note">{html.escape(a.note)}</span>')
-            if browser_kept and len(a.text) > BROWSER_KEEP_CHARS:
-                parts.append('<span class="m3-chip-error" role="alert">too large to keep in this browser: it is '
-                             "sent, but a reload loses this chat (sign in to keep it on the server)</span>")
         parts.append(f'<button class="m3-chip-remove" data-remove="{index}" aria-label="Remove '
                      f'{html.escape(a.name)}">×</button>')
         kind = " m3-chip-refused" if a.refused else ""
-        chips.append(f'<div class="m3-chip{kind}" data-index="{index}">{"".join(p for p in parts if p)}</div>')
+        # Kept in this browser's IndexedDB: attach.js adds the chip's note when the browser has no room for it
+        keep = f' data-keep-chars="{len(a.text)}"' if browser_kept and not a.refused else ""
+        chips.append(f'<div class="m3-chip{kind}" data-index="{index}"{keep}>{"".join(p for p in parts if p)}</div>')
     return "".join(chips)
 
 

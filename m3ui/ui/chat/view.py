@@ -42,9 +42,11 @@ LATEX_DELIMITERS: list[dict[str, str | bool]] = [
     {"left": "\\(", "right": "\\)", "display": False}, {"left": "\\[", "right": "\\]", "display": True}]
 DEFAULTS = GenerationSettings()
 # The page script's entry points (assets/js/chat.js): what the browser stores, downloads, and the drawer.
-READ_BROWSER_JS = "(browser, legacy, page) => [window.m3uiChats.read(), legacy, window.m3uiLive.ticket()]"
-SYNC_BROWSER_JS = "(library, browser) => [library, window.m3uiChats.read()]"
-WRITE_BROWSER_JS = "(records) => { window.m3uiChats.write(records); }"
+# Attached documents' bodies are kept in IndexedDB, not in the records (assets/js/attach.js keep/restore).
+READ_BROWSER_JS = ("async (browser, legacy, page) => [await window.m3uiAttach.restore(window.m3uiChats.read()), "
+                   "legacy, window.m3uiLive.ticket()]")
+SYNC_BROWSER_JS = "async (library, browser) => [library, await window.m3uiAttach.restore(window.m3uiChats.read())]"
+WRITE_BROWSER_JS = "(records) => { window.m3uiAttach.keep(records, window.m3uiChats.write); }"
 DOWNLOAD_JS = "(document) => { window.m3uiChats.download(document); }"
 TOGGLE_DRAWER_JS = "() => { window.m3uiChats.toggleDrawer(); }"
 # The page turns itself busy when an answer is asked for, at the click, so that no frame of the answer has to
