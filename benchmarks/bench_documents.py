@@ -65,9 +65,6 @@ class BenchContext:
         self.counter = counter
         self.limit = context_length(None)
 
-    def tokens(self, text: str) -> int:
-        return self.counter.count(text).tokens
-
 
 def best(run: Callable[[], float]) -> float:
     return min(run() for _ in range(RUNS))

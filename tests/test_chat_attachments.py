@@ -20,9 +20,6 @@ class Context:
         self.counter = TokenCounter()
         self.limit = limit
 
-    def tokens(self, text: str) -> int:
-        return self.counter.count(text).tokens
-
     def prefill_rate(self, prompt_tokens: int) -> None:
         return None
 

@@ -70,9 +70,6 @@ class DocumentContext:
     def limit(self) -> int:
         return _context(self._model_path())
 
-    def tokens(self, text: str) -> int:
-        return self.counter.count(text).tokens if text else 0
-
     def prefill_rate(self, prompt_tokens: int) -> PrefillRate | None:
         engine, settings = self._services.link.engine, self._services.link.settings
         if engine is not None and engine.kind == "sim" and settings is not None:
@@ -94,10 +91,15 @@ def _context(model_path: str | None) -> int:
 def budget_for(ctx: DocumentContext, library: ChatLibrary | None, attached: list[Attachment], typed: str,
                system_prompt: str, max_tokens: float | None) -> Budget:
     turns = library.active.conversation.turns if library is not None else ()
-    return Budget(limit=ctx.limit, system=ctx.tokens(clean_text(system_prompt)),
-                  history=tuple(ctx.tokens(_turn_text(t)) for t in turns),
+    counter = ctx.counter  # once: which counter depends on the engine's state, asked for each time
+
+    def tokens(text: str) -> int:
+        return counter.count(text).tokens if text else 0
+
+    return Budget(limit=ctx.limit, system=tokens(clean_text(system_prompt)),
+                  history=tuple(tokens(_turn_text(t)) for t in turns),
                   attachments=tuple(a.tokens.tokens for a in attached if not a.refused),
-                  typed=ctx.tokens(typed), max_tokens=int(max_tokens or 0))
+                  typed=tokens(typed), max_tokens=int(max_tokens or 0))
 
 
 def chips_html(attached: list[Attachment], browser_kept: bool) -> str:
