@@ -92,7 +92,8 @@ def test_the_file_chooser_attaches_with_chips_and_the_question_shows_the_documen
     page = open_page(browser, app.url)
     page.set_input_files("#m3-attach", [str(files["notes"]), str(files["blob"])])
     notes, blob = wait_chips(page, 2)
-    assert "notes.md" in notes and "KB" in notes and "tokens (estimate)" in notes, notes
+    # counted by the engine (the sim's /v1/messages/count_tokens), and the chip says so
+    assert "notes.md" in notes and "KB" in notes and re.search(r"\b[\d,]+ tokens \(engine\)", notes), notes
     assert "blob.bin" in blob and "a binary file" in blob, blob
     assert "context" in page.inner_text("#m3-context-meter") and "1,048,576" in page.inner_text("#m3-context-meter")
     SHOTS.mkdir(parents=True, exist_ok=True)
@@ -174,6 +175,13 @@ def test_over_the_context_the_question_is_held_back_with_a_choice(app, browser, 
     choice = page.inner_text("#m3-context-choice")
     assert "Over the context by" in choice and "big.log" in choice and "Nothing was sent" in choice, choice
     page.wait_for_selector("#m3-send", state="visible")
+    time.sleep(1)  # a toast would be up by now
+    # A warning with a choice, not an error: no error toast, and the panel is drawn as a warning
+    assert page.locator(".toast-body.error").count() == 0, page.locator(".toast-body").all_inner_texts()
+    assert "Error" not in " ".join(page.locator(".toast-body").all_inner_texts())
+    assert choice.startswith("⚠"), choice
+    border = page.evaluate("getComputedStyle(document.querySelector('#m3-context-choice')).borderLeftColor")
+    assert border == "rgb(180, 83, 9)", border  # --m3-sim, the page's warning colour (m3ui.css .m3-note-warn)
     assert page.input_value("#m3-message textarea") == "Summarize the log"  # nothing lost
     assert engine_counter(engine_url(page), "num_requests_total") == requests  # nothing sent
     page.screenshot(path=str(SHOTS / "attach-over-1440.png"), full_page=True)
@@ -212,3 +220,21 @@ def test_two_accounts_never_see_each_others_files_and_a_reload_keeps_them(accoun
     assert "ALICE-ONLY-MARKER" not in ben.inner_text("body")
     assert "launch" not in ben.inner_text("#m3-chat-list")
     ben.screenshot(path=str(SHOTS / "attach-other-account-390.png"), full_page=True)
+
+
+def test_files_without_typed_text_are_sent_as_the_question(app, browser, files):
+    page = open_page(browser, app.url)
+    page.click("#m3-new-chat")
+    page.set_input_files("#m3-attach", [str(files["notes"])])
+    wait_chips(page, 1)
+    requests = engine_counter(engine_url(page), "num_requests_total")
+    page.click("#m3-send")  # nothing typed: the file is the question
+    page.wait_for_selector("#m3-stop", state="visible")
+    page.wait_for_selector("#m3-stop", state="hidden")
+    assert wait_chips(page, 0) == []
+    assert engine_counter(engine_url(page), "num_requests_total") == requests + 1
+    question = page.locator("#m3-chatbot .message-row").first.inner_text()
+    assert "notes.md" in question and "note line 0" in question, question
+    assert page.locator("#m3-chatbot .m3-stats").count() == 1  # answered
+    assert "notes.md" in page.inner_text("#m3-chat-list")  # titled by the file's name
+    page.context.close()

@@ -20,9 +20,6 @@ class Context:
         self.counter = TokenCounter()
         self.limit = limit
 
-    def tokens(self, text: str) -> int:
-        return self.counter.count(text).tokens
-
     def prefill_rate(self, prompt_tokens: int) -> None:
         return None
 
@@ -83,10 +80,10 @@ def test_documents_and_long_pastes_show_folded_and_titles_come_from_the_typed_te
     assert title_from(message_with("", [doc])) == "rows.csv"
 
 
-def test_a_chip_too_large_for_the_browser_says_so(tmp_path: Path) -> None:
-    doc = attach(tmp_path, "huge.txt", "x" * 2_000_001)
-    assert "too large to keep in this browser" in chips_html([doc], browser_kept=True)
-    assert "too large" not in chips_html([doc], browser_kept=False)
+def test_a_chip_kept_in_the_browser_carries_its_size_for_the_page_to_check(tmp_path: Path) -> None:
+    doc = attach(tmp_path, "huge.txt", "x" * 2_000_001)  # the page weighs it against its storage (attach.js)
+    assert 'data-keep-chars="2000001"' in chips_html([doc], browser_kept=True)
+    assert "data-keep-chars" not in chips_html([doc], browser_kept=False)  # an account's chats are the server's
 
 
 def test_editing_a_question_keeps_its_documents_whole(tmp_path: Path) -> None:

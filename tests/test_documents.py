@@ -174,7 +174,7 @@ def test_tokenizer_json_from_the_model_folder_gives_exact_counts_offline(tmp_pat
     counter = TokenCounter.for_model(tmp_path)
     assert counter.exact
     count = counter.count("hello, world hello")
-    assert count.tokens == 4 and count.exact and count.label() == "4 tokens"
+    assert count.tokens == 4 and count.exact and count.label() == "4 tokens (tokenizer.json)"
     assert counter.head("hello, world hello", 2) == "hello,"
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "tokenizer.json").write_text("{not json")

@@ -9,6 +9,8 @@
   const CHARS_PER_TOKEN = 3.6; // m3ui/documents/token_count.py (the meter's typed part is an estimate)
   const WAITING = "Waiting for the first token"; // m3ui/ui/chat/render.py WAITING_TITLE
   const $ = (s, root = document) => root.querySelector(s);
+  // Gradio may run this script after the page's load event (a head script it adds itself): then at once.
+  const onLoad = (run) => (document.readyState === "complete" ? run() : window.addEventListener("load", run));
 
   function human(size) {
     const units = ["B", "KB", "MB", "GB"];
@@ -118,8 +120,9 @@
       clearTimeout(recount);
       recount = setTimeout(settled, 600);
     }).observe(chatbot, { childList: true, subtree: true });
+    recount = setTimeout(settled, 600); // the chat a (re)load brought may be in it already: counted once now
   }
-  window.addEventListener("load", watchChat);
+  onLoad(watchChat);
 
   // A question with attachments is not sent early (m3ui/live/early_ask.py): the server joins the files first.
   // (live.js sets window.m3uiLive; checked until it is there, and again should it be replaced)
@@ -167,5 +170,158 @@
     timer = setInterval(tick, 200);
   }
 
-  window.m3uiAttach = { forward, prefill, order };
+  // Without an account, chats live in this browser (assets/js/chat.js, localStorage: about 5 MB for them all).
+  // The bodies of attached documents go to IndexedDB instead (its quota is a share of the disk), keyed by their
+  // SHA-256; the chat's record keeps a reference in the body's place. keep() strips records before chat.js writes
+  // them, restore() puts the bodies back into what chat.js read, before the server gets it. A body that cannot
+  // be put in IndexedDB stays in the record (chat.js then says if the storage is full): nothing is lost unsaid.
+  const DB = "m3ui-documents", STORE = "bodies";
+  const INLINE = 4096; // bodies up to this many chars stay in the record
+  const KEPT = "\u0000m3ui-kept:"; // the reference: KEPT + sha256 hex, the whole body
+  const BLOCK = /(<document name="[^"]*" size="[^"]*">\n)([\s\S]*?)(\n<\/document>)/g; // m3ui/documents/attachment.py
+  const LOST = "[this document's text was not found in this browser's storage]";
+  let opened = null;
+  function db() {
+    if (!opened) {
+      opened = new Promise((resolve, reject) => {
+        if (!window.indexedDB) { reject(new Error("no IndexedDB")); return; }
+        const request = indexedDB.open(DB, 1);
+        request.onupgradeneeded = () => request.result.createObjectStore(STORE);
+        request.onsuccess = () => resolve(request.result);
+        request.onerror = () => reject(request.error);
+      });
+      opened.catch(() => { opened = null; });
+    }
+    return opened;
+  }
+  function done(tx) {
+    return new Promise((resolve, reject) => {
+      tx.oncomplete = resolve; tx.onerror = tx.onabort = () => reject(tx.error);
+    });
+  }
+  async function digest(text) {
+    const hash = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+    return Array.from(new Uint8Array(hash), (b) => b.toString(16).padStart(2, "0")).join("");
+  }
+  const bodies = (text) => Array.from(text.matchAll(BLOCK), (m) => m[2]);
+
+  // Every string of a record (turns' contents, tool results) passed through `change`, a new record.
+  function mapStrings(value, change) {
+    if (typeof value === "string") return change(value);
+    if (Array.isArray(value)) return value.map((v) => mapStrings(v, change));
+    if (value && typeof value === "object") {
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, k === "hash" || k === "base" || k === "id"
+        ? v : mapStrings(v, change)]));
+    }
+    return value;
+  }
+  function large(record) {
+    const found = [];
+    mapStrings(record, (text) => { for (const body of bodies(text)) if (body.length > INLINE) found.push(body); return text; });
+    return found;
+  }
+
+  const stored = new Map(); // body -> its key, for bodies this page put in IndexedDB
+  async function strip(records) { // -> the records as stored, bodies put into IndexedDB (or left in place)
+    const found = [...new Set(records.flatMap(large))];
+    if (!found.length) return records;
+    const refs = new Map();
+    try {
+      const fresh = found.filter((body) => !stored.has(body)); // an answer streaming saves its chat every second
+      const keys = await Promise.all(fresh.map(digest)); // all before the transaction: an await would end it
+      if (fresh.length) {
+        const tx = (await db()).transaction(STORE, "readwrite");
+        fresh.forEach((body, i) => tx.objectStore(STORE).put(body, keys[i]));
+        await done(tx);
+        fresh.forEach((body, i) => stored.set(body, keys[i]));
+      }
+      for (const body of found) refs.set(body, stored.get(body));
+    } catch (e) {
+      return records; // not kept there: the records carry their bodies (and chat.js warns if that is too much)
+    }
+    return records.map((record) => mapStrings(record, (text) => text.replace(BLOCK, (all, open, body, close) =>
+      refs.has(body) ? open + KEPT + refs.get(body) + close : all)));
+  }
+
+  async function restoreRecords(records) {
+    const keys = new Set();
+    for (const record of records) {
+      mapStrings(record, (text) => {
+        for (const body of bodies(text)) if (body.startsWith(KEPT)) keys.add(body.slice(KEPT.length));
+        return text;
+      });
+    }
+    if (!keys.size) return records;
+    const found = new Map();
+    try {
+      const store = (await db()).transaction(STORE).objectStore(STORE);
+      await Promise.all([...keys].map((key) => new Promise((resolve) => {
+        const request = store.get(key);
+        request.onsuccess = () => { if (typeof request.result === "string") found.set(key, request.result); resolve(); };
+        request.onerror = () => resolve();
+      })));
+    } catch (e) { /* no IndexedDB now: each reference reads as not found */ }
+    return records.map((record) => mapStrings(record, (text) => text.replace(BLOCK, (all, open, body, close) =>
+      body.startsWith(KEPT) ? open + (found.get(body.slice(KEPT.length)) ?? LOST) + close : all)));
+  }
+
+  // Writes go one after another, in order: chat.js compares each record with the version it was made from.
+  let writing = Promise.resolve();
+  function keep(records, write) {
+    const documents = Array.isArray(records) && records.some((r) => large(r).length);
+    writing = writing.then(() => (documents ? strip(records) : records)).then(write).catch(() => {});
+    return writing;
+  }
+  async function restore(reply) {
+    await writing; // a read sees every write asked for before it
+    return reply && Array.isArray(reply.records) ? { ...reply, records: await restoreRecords(reply.records) } : reply;
+  }
+
+  // Chats saved before this kept their documents in the record: moved once into IndexedDB, the record otherwise
+  // unchanged (same hash: no page sees a change of content).
+  async function migrate() {
+    const PREFIX = "m3ui-chat:"; // assets/js/chat.js
+    for (const key of Object.keys(localStorage).filter((k) => k.startsWith(PREFIX))) {
+      let record;
+      try { record = JSON.parse(localStorage.getItem(key)); } catch (e) { continue; }
+      if (!record || !large(record).length) continue;
+      const [light] = await strip([record]);
+      if (light === record) return; // IndexedDB refused: leave them all as they are
+      const now = localStorage.getItem(key);
+      try { if (now && JSON.parse(now).hash === record.hash) localStorage.setItem(key, JSON.stringify(light)); } catch (e) { /* kept as it was */ }
+    }
+  }
+  onLoad(() => { writing = writing.then(migrate).catch(() => {}); });
+
+  // A chip whose text this browser has no room for says so (only when chats live in the browser).
+  async function markUnkept() {
+    const chips = document.querySelectorAll("#m3-attachments .m3-chip[data-keep-chars]:not([data-keep-checked])");
+    if (!chips.length) return;
+    let room = 0;
+    try {
+      await db();
+      const { quota = 0, usage = 0 } = await navigator.storage.estimate();
+      room = quota - usage;
+    } catch (e) { room = 0; }
+    for (const chip of chips) {
+      chip.dataset.keepChecked = "1";
+      const chars = Number(chip.dataset.keepChars);
+      if (chars > INLINE && chars * 3 > room) { // UTF-8 at worst 3 bytes a char
+        const note = document.createElement("span");
+        note.className = "m3-chip-error m3-chip-unkept";
+        note.setAttribute("role", "alert");
+        note.textContent = "too large to keep in this browser: it is sent, but a reload loses this chat " +
+          "(sign in to keep it on the server)";
+        chip.insertBefore(note, chip.querySelector(".m3-chip-remove"));
+      }
+    }
+  }
+  function watchChips() {
+    const chips = $("#m3-attachments");
+    if (!chips) { setTimeout(watchChips, 500); return; }
+    new MutationObserver(markUnkept).observe(chips, { childList: true, subtree: true });
+  }
+  onLoad(watchChips);
+
+  window.m3uiAttach = { forward, prefill, order, count: attachedCount, keep, restore };
 })();

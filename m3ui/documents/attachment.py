@@ -16,7 +16,7 @@ class Attachment:
     size: int  # bytes as received (measured, not claimed)
     kind: str  # "text", "pdf", "zip"; "refused" with `error`
     text: str = ""
-    tokens: TokenCount = TokenCount(0, exact=True)
+    tokens: TokenCount = TokenCount(0, "estimate")
     note: str = ""  # what was skipped inside a zip, or that a file was trimmed
     error: str = ""
 

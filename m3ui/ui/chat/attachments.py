@@ -24,6 +24,7 @@ from m3ui.conversation.library import ChatLibrary
 from m3ui.conversation.turns import AssistantTurn, ToolTurn, UserTurn
 from m3ui.documents.attachment import Attachment, message_with
 from m3ui.documents.budget import Budget, context_length
+from m3ui.documents.engine_count import EngineCounter
 from m3ui.documents.limits import DEFAULT_LIMITS, human_size
 from m3ui.documents.prefill import PrefillRate, expected_seconds, measured_rate, simulated_rate
 from m3ui.documents.reader import read_uploads
@@ -31,7 +32,6 @@ from m3ui.documents.token_count import TokenCounter
 from m3ui.services import AppServices
 from m3ui.ui.chat.controls import clean_text
 
-BROWSER_KEEP_CHARS = 2_000_000  # a browser's localStorage holds about 5 MB for every chat of the page
 PROGRESS_FROM_S = 1.0  # a prefill expected to take longer gets the progress bar
 APPLY_JS = "(command, ...state) => [window.m3uiAttach.order(), ...state]"  # assets/js/attach.js
 PREFILL_JS = "(figures) => { window.m3uiAttach.prefill(figures); }"  # assets/js/attach.js
@@ -61,14 +61,14 @@ class DocumentContext:
 
     @property
     def counter(self) -> TokenCounter:
-        return _counter(self._model_path())
+        """The model's tokenizer.json, else the engine while it is ready (counted there), else estimates."""
+        endpoint = self._services.link.endpoint()
+        engine = (endpoint.base_url.removesuffix("/v1"), endpoint.model, endpoint.api_key) if endpoint else None
+        return _counter(self._model_path(), engine)
 
     @property
     def limit(self) -> int:
         return _context(self._model_path())
-
-    def tokens(self, text: str) -> int:
-        return _count(self._model_path(), text)
 
     def prefill_rate(self, prompt_tokens: int) -> PrefillRate | None:
         engine, settings = self._services.link.engine, self._services.link.settings
@@ -78,9 +78,9 @@ class DocumentContext:
         return measured_rate([s.rates.prompt_tokens_per_s for s in history.engine if s.rates])
 
 
-@lru_cache(maxsize=4)
-def _counter(model_path: str | None) -> TokenCounter:
-    return TokenCounter.for_model(model_path)
+@lru_cache(maxsize=4)  # one per model and engine: each keeps its exact counts (a chat's turns, counted once)
+def _counter(model_path: str | None, engine: tuple[str, str, str] | None) -> TokenCounter:
+    return TokenCounter.for_model(model_path, EngineCounter(*engine) if engine else None)
 
 
 @lru_cache(maxsize=4)
@@ -88,18 +88,18 @@ def _context(model_path: str | None) -> int:
     return context_length(model_path)
 
 
-@lru_cache(maxsize=4096)  # a chat's earlier turns are counted once (a str caches its own hash)
-def _count(model_path: str | None, text: str) -> int:
-    return _counter(model_path).count(text).tokens if text else 0
-
-
 def budget_for(ctx: DocumentContext, library: ChatLibrary | None, attached: list[Attachment], typed: str,
                system_prompt: str, max_tokens: float | None) -> Budget:
     turns = library.active.conversation.turns if library is not None else ()
-    return Budget(limit=ctx.limit, system=ctx.tokens(clean_text(system_prompt)),
-                  history=tuple(ctx.tokens(_turn_text(t)) for t in turns),
+    counter = ctx.counter  # once: which counter depends on the engine's state, asked for each time
+
+    def tokens(text: str) -> int:
+        return counter.count(text).tokens if text else 0
+
+    return Budget(limit=ctx.limit, system=tokens(clean_text(system_prompt)),
+                  history=tuple(tokens(_turn_text(t)) for t in turns),
                   attachments=tuple(a.tokens.tokens for a in attached if not a.refused),
-                  typed=ctx.tokens(typed), max_tokens=int(max_tokens or 0))
+                  typed=tokens(typed), max_tokens=int(max_tokens or 0))
 
 
 def chips_html(attached: list[Attachment], browser_kept: bool) -> str:
@@ -114,13 +114,12 @@ def chips_html(attached: list[Attachment], browser_kept: bool) -> str:
             parts.append(f'<span class="m3-chip-tokens">{html.escape(str(info["tokens_label"]))}</span>')
             if a.note:
                 parts.append(f'<span class="m3-chip-note">{html.escape(a.note)}</span>')
-            if browser_kept and len(a.text) > BROWSER_KEEP_CHARS:
-                parts.append('<span class="m3-chip-error" role="alert">too large to keep in this browser: it is '
-                             "sent, but a reload loses this chat (sign in to keep it on the server)</span>")
         parts.append(f'<button class="m3-chip-remove" data-remove="{index}" aria-label="Remove '
                      f'{html.escape(a.name)}">×</button>')
         kind = " m3-chip-refused" if a.refused else ""
-        chips.append(f'<div class="m3-chip{kind}" data-index="{index}">{"".join(p for p in parts if p)}</div>')
+        # Kept in this browser's IndexedDB: attach.js adds the chip's note when the browser has no room for it
+        keep = f' data-keep-chars="{len(a.text)}"' if browser_kept and not a.refused else ""
+        chips.append(f'<div class="m3-chip{kind}" data-index="{index}"{keep}>{"".join(p for p in parts if p)}</div>')
     return "".join(chips)
 
 
@@ -253,7 +252,7 @@ class AttachmentsController:
 
     @staticmethod
     def _choice_text(budget: Budget, attached: list[Attachment]) -> str:
-        lines = [f"**Over the context by {budget.over:,} tokens** ({budget.used:,} of {budget.limit:,}, with "
+        lines = [f"⚠ **Over the context by {budget.over:,} tokens** ({budget.used:,} of {budget.limit:,}, with "
                  f"{budget.max_tokens:,} kept for the answer). Nothing was sent and nothing is cut unless you choose:"]
         drop = budget.turns_to_drop()
         lines.append(f"- *Drop the oldest turns*: removes the first {drop} turn(s) of this chat" if drop
@@ -266,9 +265,10 @@ class AttachmentsController:
         return "\n".join(lines)
 
     def gate(self, over: bool | None) -> None:
+        """Stops the answer over the context. The choice shown above the message box is the notice (a warning
+        with its ways out, not a failure): the error that stops the chain is never shown as a toast."""
         if over:
-            raise gr.Error("Over the model's context: choose what to cut below, or cancel.", title="Not sent",
-                           duration=6)
+            raise gr.Error("Over the model's context", visible=False, print_exception=False)
 
     def drop_oldest(self, text: str, attached: list[Attachment] | None, library: ChatLibrary | None,
                     system_prompt: str, max_tokens: float | None) -> tuple[object, ...]:

@@ -15,7 +15,8 @@ from m3ui.ui.chat.server_library import ServerLibrary
 
 DECLINED_KEY = "m3ui-chats-import-declined"
 # The page script's part: the browser's records and whether this browser said no (assets/js/chat.js reads them).
-READ_JS = f"(browser) => ({{...window.m3uiChats.read(), declined: localStorage.getItem('{DECLINED_KEY}') === '1'}})"
+READ_JS = (f"async (browser) => ({{...(await window.m3uiAttach.restore(window.m3uiChats.read())), "
+           f"declined: localStorage.getItem('{DECLINED_KEY}') === '1'}})")
 DECLINE_JS = f"() => {{ localStorage.setItem('{DECLINED_KEY}', '1'); }}"
 
 

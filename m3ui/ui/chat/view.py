@@ -42,9 +42,11 @@ LATEX_DELIMITERS: list[dict[str, str | bool]] = [
     {"left": "\\(", "right": "\\)", "display": False}, {"left": "\\[", "right": "\\]", "display": True}]
 DEFAULTS = GenerationSettings()
 # The page script's entry points (assets/js/chat.js): what the browser stores, downloads, and the drawer.
-READ_BROWSER_JS = "(browser, legacy, page) => [window.m3uiChats.read(), legacy, window.m3uiLive.ticket()]"
-SYNC_BROWSER_JS = "(library, browser) => [library, window.m3uiChats.read()]"
-WRITE_BROWSER_JS = "(records) => { window.m3uiChats.write(records); }"
+# Attached documents' bodies are kept in IndexedDB, not in the records (assets/js/attach.js keep/restore).
+READ_BROWSER_JS = ("async (browser, legacy, page) => [await window.m3uiAttach.restore(window.m3uiChats.read()), "
+                   "legacy, window.m3uiLive.ticket()]")
+SYNC_BROWSER_JS = "async (library, browser) => [library, await window.m3uiAttach.restore(window.m3uiChats.read())]"
+WRITE_BROWSER_JS = "(records) => { window.m3uiAttach.keep(records, window.m3uiChats.write); }"
 DOWNLOAD_JS = "(document) => { window.m3uiChats.download(document); }"
 TOGGLE_DRAWER_JS = "() => { window.m3uiChats.toggleDrawer(); }"
 # The page turns itself busy when an answer is asked for, at the click, so that no frame of the answer has to
@@ -53,8 +55,10 @@ TOGGLE_DRAWER_JS = "() => { window.m3uiChats.toggleDrawer(); }"
 # Asking also opens the page's live channel, which the answer's frames take while it streams (m3ui.live).
 BUSY = "{__type__: 'update', visible: false}, {__type__: 'update', visible: true}"
 BUSY_JS = f"() => {{ {OPEN_JS}; return [{BUSY}]; }}"
-# It also tells the server at once what it asks, with the form's settings (m3ui.live.early_ask).
-ASK_JS = (f"(text, ...form) => {{ if (!(text || '').trim()) return [text, undefined, undefined, undefined]; {OPEN_JS}; "
+# It also tells the server at once what it asks, with the form's settings (m3ui.live.early_ask). Attached files
+# with nothing typed are a question too: the files are what is asked about (assets/js/attach.js).
+ASK_JS = (f"(text, ...form) => {{ if (!(text || '').trim() && !window.m3uiAttach?.count()) "
+          f"return [text, undefined, undefined, undefined]; {OPEN_JS}; "
           f"window.m3uiLive.ask(text, {json.dumps(FORM)}, form); "
           f"return [text, '', {BUSY}]; }}")
 
