@@ -118,6 +118,8 @@ def test_responses_max_output_tokens_leaves_two_for_the_context(sim: SimProcess)
     """to_sampling_params: max_new_tokens = min(max_output_tokens, default) - 2."""
     body = _post(sim, "/v1/responses", {"model": "m", "input": "What is 17 * 23?", "max_output_tokens": 10}).json()
     assert body["usage"]["output_tokens"] == 8
+    none_left = _post(sim, "/v1/responses", {"model": "m", "input": "What is 17 * 23?", "max_output_tokens": 2})
+    assert none_left.json()["usage"]["output_tokens"] == 0  # max_new_tokens 0: nothing, not unbounded
 
 
 def test_responses_stream_event_sequence(sim: SimProcess) -> None:

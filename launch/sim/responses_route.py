@@ -228,7 +228,9 @@ def to_chat_request(request: ResponsesRequest, context_len: int) -> ChatRequest:
         raise ValueError(problem)
     default = max(context_len - len(prompt_tokens(prompt_texts(chat))), MIN_DEFAULT_MAX_TOKENS)
     limit = min(request.max_output_tokens, default) if request.max_output_tokens is not None else default
-    return chat.model_copy(update={"max_completion_tokens": limit - CONTEXT_MARGIN})
+    # both fields: the chat's `max_completion_tokens or max_tokens` would take a cap of 0 for none
+    cap = limit - CONTEXT_MARGIN
+    return chat.model_copy(update={"max_completion_tokens": cap, "max_tokens": cap})
 
 
 def response_body(request: ResponsesRequest, created: int, output: list[dict[str, Any]], status: str,
