@@ -1,10 +1,12 @@
 """The gateway's refusals and limits on a real app: each comes before the engine is touched, in the API's own error
-shape; a client that leaves aborts the engine's request; quotas hold under 16 concurrent API requests."""
+shape; a client that leaves aborts the engine's request; an engine that goes silent ends the request; quotas hold
+under 16 concurrent API requests."""
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import threading
 import time
 
@@ -12,6 +14,8 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
+from m3ui.client.settings import EndpointConfig
+from m3ui.gateway import gateway as gateway_module
 from m3ui.gateway.callers import Callers
 from m3ui.gateway.gateway import OFF_MESSAGE, Gateway
 from m3ui.gateway.limits import KeyLimits
@@ -167,3 +171,55 @@ def test_a_key_file_turns_it_on_and_an_engine_down_is_a_503(tmp_path):
         assert down.status_code == 503 and "the engine is not ready" in down.json()["error"]["message"]
         assert int(down.headers["retry-after"]) > 0
         assert httpx.get(app.url + "/v1/models", headers={"x-api-key": "other"}, timeout=10).status_code == 401
+
+
+class _StallingEngine:
+    """A real HTTP server on 127.0.0.1 that answers a request with `first` (raw bytes: nothing, or headers and part
+    of a stream) and then sends nothing more, holding the connection open."""
+
+    def __init__(self, first: bytes) -> None:
+        self.first = first
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.held: list[socket.socket] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.held.append(conn)
+            conn.recv(65536)
+            conn.sendall(self.first)
+
+    def close(self) -> None:
+        for conn in [*self.held, self.sock]:
+            conn.close()
+
+
+STREAM_START = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+                b"13\r\ndata: {\"a\":\"one\"}\n\n\r\n")
+
+
+@pytest.mark.parametrize(("first", "status", "body"), [
+    (b"", 503, "the engine sent nothing for 1 s"),  # no answer at all (a hung engine)
+    (STREAM_START, 200, 'data: {"a":"one"}\n\n'),  # a stream that stops: it ends cut, what came passed on
+])
+def test_an_engine_that_sends_nothing_more_ends_the_request(monkeypatch, first, status, body):
+    monkeypatch.setattr(gateway_module, "READ_TIMEOUT_S", 0.6)
+    monkeypatch.setattr(gateway_module, "STALL_CHECK_S", 0.1)
+    engine = _StallingEngine(first)
+    try:
+        gateway = Gateway(lambda: EndpointConfig(base_url=engine.url), lambda: "ready", Callers(None, "k"), None)
+        started = time.monotonic()
+        reply = TestClient(gateway).post(CHAT, json={"messages": [QUESTION], "stream": True},
+                                         headers={"authorization": "Bearer k"})
+        assert reply.status_code == status and body in reply.text
+        assert time.monotonic() - started < 10
+    finally:
+        engine.close()

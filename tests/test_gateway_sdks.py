@@ -1,11 +1,12 @@
 """Real clients nobody here wrote, the `openai` and `anthropic` SDKs, through the gateway to the simulated engine:
-chat, streaming, tools, token counting; each request is counted for the key's person."""
+chat, completions, responses, streaming, tools, token counting; each request is counted for the key's person."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
 import sys
+import time
 
 import anthropic
 import openai
@@ -76,6 +77,68 @@ def test_openai_tools_streamed(oa):
             arguments += call.function.arguments or ""
         finish = (chunk.choices[0].finish_reason if chunk.choices else None) or finish
     assert names == ["get_weather"] and '"Paris"' in arguments and finish == "tool_calls"
+
+
+def _counted(gw, person: str, requests_at_least: int = 0) -> tuple[int, int, int]:
+    """(requests, prompt, completion tokens) today, once `requests_at_least` are recorded (a request settles just
+    after its last byte went out, so the client may be a moment ahead of the ledger)."""
+    deadline = time.monotonic() + 10
+    while True:
+        day = gw.usage(person)
+        counted = (day.requests, day.prompt_tokens, day.completion_tokens) if day else (0, 0, 0)
+        if counted[0] >= requests_at_least or time.monotonic() > deadline:
+            return counted
+        time.sleep(0.05)
+
+
+def test_openai_completions_whole_and_streamed_are_metered(gw):
+    """The engine's figures, not the reservation's bounds: the body's `usage`, and the stream's usage chunk the
+    gateway asked for and kept from the client."""
+    with openai.OpenAI(base_url=gw.base_url, api_key=gw.keys["dave"], max_retries=0) as client:
+        before = _counted(gw, "dave")
+        whole = client.completions.create(model="MiniMax-M3", prompt="What is 17 * 23?", max_tokens=20)
+        assert whole.choices[0].text and whole.usage.completion_tokens == 20
+        chunks = list(client.completions.create(model="MiniMax-M3", prompt="What is 17 * 23?", max_tokens=12,
+                                                stream=True))
+        assert all(c.usage is None and c.choices for c in chunks), "the usage chunk it did not ask for is kept"
+        assert len(chunks) == 12 and chunks[-1].choices[0].finish_reason == "length"
+        asked = list(client.completions.create(model="MiniMax-M3", prompt="Hi", max_tokens=5, stream=True,
+                                               stream_options={"include_usage": True}))
+        assert asked[-1].choices == [] and asked[-1].usage.completion_tokens == 5
+    requests, prompt, completion = (now - then for now, then in zip(_counted(gw, "dave", before[0] + 3), before,
+                                                                         strict=True))
+    assert requests == 3 and completion == 20 + 12 + 5
+    assert prompt == 2 * whole.usage.prompt_tokens + asked[-1].usage.prompt_tokens
+
+
+def test_openai_responses_whole_streamed_and_tools_are_metered(gw):
+    with openai.OpenAI(base_url=gw.base_url, api_key=gw.keys["carol"], max_retries=0) as client:
+        before = _counted(gw, "carol")
+        whole = client.responses.create(model="MiniMax-M3", input="What is 17 * 23?", max_output_tokens=300)
+        assert whole.status == "completed" and "391" in whole.output_text and whole.usage.output_tokens > 0
+        events = list(client.responses.create(model="MiniMax-M3", input="What is 17 * 23?", stream=True,
+                                              max_output_tokens=300))
+        assert events[0].type == "response.created" and events[-1].type == "response.completed"
+        text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+        assert "391" in text and events[-1].response.output_text == text
+        tool = {"type": "function", "name": "get_weather", "description": "The weather now in a city",
+                "parameters": WEATHER_OPENAI["function"]["parameters"]}
+        with client.responses.stream(model="MiniMax-M3", input="What is the weather in Paris?", tools=[tool],
+                                     max_output_tokens=400) as stream:
+            final = stream.get_final_response()
+        calls = [item for item in final.output if item.type == "function_call"]
+        assert [c.name for c in calls] == ["get_weather"] and calls[0].arguments == '{"city": "Paris"}'
+        answer = client.responses.create(model="MiniMax-M3", tools=[tool], input=[
+            {"role": "user", "content": "What is the weather in Paris?"},
+            {"type": "function_call", "call_id": calls[0].call_id, "name": "get_weather",
+             "arguments": calls[0].arguments},
+            {"type": "function_call_output", "call_id": calls[0].call_id, "output": "sunny, 21 C"}])
+        assert answer.status == "completed" and answer.output_text
+    requests, prompt, completion = (now - then for now, then in zip(_counted(gw, "carol", before[0] + 4), before,
+                                                                         strict=True))
+    outputs = [whole, events[-1].response, final, answer]
+    assert requests == 4 and completion == sum(r.usage.output_tokens for r in outputs)
+    assert prompt == sum(r.usage.input_tokens for r in outputs)
 
 
 def test_anthropic_messages_whole_streamed_and_counted(gw, an):

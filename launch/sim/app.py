@@ -18,13 +18,15 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel, ValidationError
 
-from launch.sim import anthropic_route, failures, info
+from launch.sim import anthropic_route, failures, info, responses_route
 from launch.sim.anthropic_protocol import AnthropicCountTokensRequest, AnthropicMessagesRequest
 from launch.sim.args import SimArgs
 from launch.sim.chat_route import chat_completions, error_response
+from launch.sim.completions_route import CompletionRequest, completions
 from launch.sim.engine import Engine
 from launch.sim.recorder import NOT_CONFIGURED_MESSAGE
 from launch.sim.request import ChatRequest
+from launch.sim.responses_route import ResponsesRequest
 
 OPEN_PREFIXES = ("/health", "/metrics")
 # sglang-router polls /get_load (power_of_two) and may POST /flush_cache; texts from http_server.py.
@@ -136,6 +138,26 @@ def create_app(engine: Engine, args: SimArgs) -> FastAPI:
         request = await _validated(raw, ChatRequest)
         return request if isinstance(request, Response) else await chat_completions(engine, request, raw)
 
+    @app.post("/v1/completions")
+    async def text_completions(raw: Request) -> Response:
+        request = await _validated(raw, CompletionRequest)
+        return request if isinstance(request, Response) else await completions(engine, request, raw)
+
+    @app.post("/v1/responses")
+    async def responses(raw: Request) -> Response:
+        try:
+            body = await _json_body(raw)
+        except _NotJson as exc:  # the RequestValidationError handler's nested envelope for /v1/responses
+            return responses_route.error_response(str(exc), HTTPStatus.BAD_REQUEST.phrase)
+        if not isinstance(body, dict):
+            return responses_route.error_response(f"Input should be a valid dictionary: {str(body)[:200]}",
+                                                  HTTPStatus.BAD_REQUEST.phrase)
+        try:
+            request = ResponsesRequest.model_validate(body)
+        except ValidationError:  # `ResponsesRequest(**request)` in the route itself: no handler, a plain 500
+            return PlainTextResponse("Internal Server Error", status_code=500)
+        return await responses_route.responses(engine, request, raw)
+
     @app.post("/v1/messages")
     async def anthropic_messages(raw: Request) -> Response:
         request = await _validated(raw, AnthropicMessagesRequest)
@@ -149,14 +171,24 @@ def create_app(engine: Engine, args: SimArgs) -> FastAPI:
     return app
 
 
+class _NotJson(Exception):
+    """Why validate_json_request or the JSON decoding refuse the body."""
+
+
+async def _json_body(raw: Request) -> Any:
+    if raw.headers.get("content-type", "").lower().split(";")[0] != "application/json":
+        raise _NotJson("Unsupported Media Type: Only 'application/json' is allowed")
+    try:
+        return json.loads(await raw.body())
+    except ValueError as exc:
+        raise _NotJson(f"JSON decode error: {exc}") from None
+
+
 async def _validated(raw: Request, model: type[BaseModel]) -> Any:
     """The body as `model`, or sglang's 400 (validate_json_request, then the RequestValidationError handler)."""
-    if raw.headers.get("content-type", "").lower().split(";")[0] != "application/json":
-        return error_response("Unsupported Media Type: Only 'application/json' is allowed",
-                              HTTPStatus.BAD_REQUEST.phrase)
     try:
-        return model.model_validate(json.loads(await raw.body()))
+        return model.model_validate(await _json_body(raw))
+    except _NotJson as exc:
+        return error_response(str(exc), HTTPStatus.BAD_REQUEST.phrase)
     except ValidationError as exc:
         return error_response(_validation_message(exc), HTTPStatus.BAD_REQUEST.phrase)
-    except ValueError as exc:
-        return error_response(f"JSON decode error: {exc}", HTTPStatus.BAD_REQUEST.phrase)

@@ -33,7 +33,7 @@ DISCONNECT_CHECK_EVERY = 16  # non-streaming: tokens between checks that the cli
 SCHEDULER_RESERVED_TOKENS = 5  # plan.max_req_input_len is the scheduler's max_req_len less these
 
 
-class _ClientGone(Exception):
+class ClientGone(Exception):
     """The non-streaming client hung up."""
 
 
@@ -60,14 +60,14 @@ def _stream_options(request: ChatRequest) -> StreamOptions:
                          (request.top_logprobs or 0) if request.logprobs else None)
 
 
-async def _collect(steps: AsyncIterator[Step], raw: Request) -> tuple[str, Finish, int]:
+async def collect_steps(steps: AsyncIterator[Step], raw: Request) -> tuple[str, Finish, int]:
     text, finish, completion_tokens = [], Finish("abort"), 0
     async for step in steps:
         text.append(step.text)
         finish, completion_tokens = step.finish or finish, step.completion_tokens
         if completion_tokens % DISCONNECT_CHECK_EVERY == 0 and await raw.is_disconnected():
             await steps.aclose()  # type: ignore[attr-defined]  # an async generator, typed as the iterator it is used as
-            raise _ClientGone
+            raise ClientGone
     return "".join(text), finish, completion_tokens
 
 
@@ -102,10 +102,10 @@ async def chat_completions(engine: Engine, request: ChatRequest, raw: Request) -
     if request.stream:
         return StreamingResponse(sse_events(headers, steps, setup, len(prompt), options, output.tokens),
                                  media_type="text/event-stream")
-    tasks = [asyncio.ensure_future(_collect(s, raw)) for s in steps]
+    tasks = [asyncio.ensure_future(collect_steps(s, raw)) for s in steps]
     try:
         results = await asyncio.gather(*tasks)
-    except _ClientGone:
+    except ClientGone:
         for task in tasks:  # the other choices stop at their next token, and count as aborted
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

@@ -3,16 +3,20 @@
 Where the usage is: OpenAI's last chunk (`"choices": [], "usage": {...}`, chat and completions streams), the
 Anthropic stream's `message_delta` (sglang-kt 0.7.2 puts input and output tokens there), the Responses API's
 `response.completed` event (`response.usage`), and the `usage` object of a whole (non-streamed) body. Only
-events that mention "usage" are parsed; the rest pass as bytes. When the gateway asked for the usage chunk and
-the client did not, that one event is left out of what the client gets.
+events with a usage object are parsed; the rest pass as bytes, a read of whole events without one at once (that
+is nearly every read: sglang's chat chunks all carry `"usage":null`, and parsing each cost more app CPU than the
+rest of the gateway's own work per token). When the gateway asked for the usage chunk and the client did not,
+that one event is left out of what the client gets.
 """
 
 from __future__ import annotations
 
 import json
+import re
 
 SEPARATOR = b"\n\n"
-_MARK = b'"usage"'
+# A usage object (not `"usage":null`); inside a JSON string the quotes would be escaped, so text cannot match
+_USAGE = re.compile(rb'"usage":\s*\{')
 MAX_PARTIAL = 1 << 20
 
 
@@ -49,8 +53,8 @@ class UsageTap:
         self._partial = b""  # the start of an event not complete yet
 
     def feed(self, data: bytes) -> bytes:
-        if not self.strip and not self._partial and _MARK not in data and data.endswith(SEPARATOR):
-            self.events += data.count(SEPARATOR)  # the common case: whole events, none with usage
+        if not self._partial and data.endswith(SEPARATOR) and _USAGE.search(data) is None:
+            self.events += data.count(SEPARATOR)  # the common case: whole events, none with usage (none to strip)
             return data
         joined = self._partial + data
         end = joined.rfind(SEPARATOR)
@@ -64,7 +68,7 @@ class UsageTap:
 
     def _usage_only(self, event: bytes) -> bool:
         """Note the usage an event carries; True when it is OpenAI's usage-only chunk."""
-        if _MARK not in event:
+        if _USAGE.search(event) is None:
             return False
         for line in event.split(b"\n"):
             if not line.startswith(b"data:"):
