@@ -22,7 +22,8 @@ UI_TIMEOUT_MS = 60_000
 # Every visible text of the page whose colour, as drawn (the opacity of every block around it, over the backgrounds
 # behind it), reads under WCAG AA against those backgrounds. Disabled controls are exempt (WCAG 1.4.3).
 AUDIT_JS = """(skip) => {
-  const parse = c => { const m = c.match(/[\\d.]+/g).map(Number); return {r: m[0], g: m[1], b: m[2], a: m.length > 3 ? m[3] : 1}; };
+  const parse = c => { const m = c.match(/[\\d.]+/g).map(Number);
+    return {r: m[0], g: m[1], b: m[2], a: m.length > 3 ? m[3] : 1}; };
   const lin = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
   const lum = c => 0.2126 * lin(c.r) + 0.7152 * lin(c.g) + 0.0722 * lin(c.b);
   const over = (top, under) => ({r: top.r * top.a + under.r * (1 - top.a), g: top.g * top.a + under.g * (1 - top.a),
@@ -53,8 +54,9 @@ AUDIT_JS = """(skip) => {
     const [hi, lo] = [lum(seenFg), lum(bg)].sort((p, q) => q - p);
     const ratio = (hi + 0.05) / (lo + 0.05), size = parseFloat(style.fontSize);
     const large = size >= 24 || (size >= 18.66 && parseInt(style.fontWeight) >= 700);
+    const ground = `rgb(${[bg.r, bg.g, bg.b].map(Math.round)})`;
     if (ratio < (large ? 3 : 4.5)) failures.push(`${walker.currentNode.textContent.trim().slice(0, 40)} ` +
-      `(#${el.closest('[id]')?.id}): ${ratio.toFixed(2)}:1, ${style.color} on rgb(${[bg.r, bg.g, bg.b].map(Math.round)})`);
+      `(#${el.closest('[id]')?.id}): ${ratio.toFixed(2)}:1, ${style.color} on ${ground}`);
   }
   return failures;
 }"""
@@ -110,7 +112,8 @@ def test_every_text_on_every_tab_meets_wcag_aa(app, theme: str) -> None:
 
 
 # Each swatch of a legend, its middle, and the line where the words after it begin.
-SWATCHES_AND_WORDS = """(legend) => [...document.querySelectorAll(legend + ' :is(.m3-core, .m3-ramp, .m3-gpu-mark)')].map(swatch => {
+SWATCHES_AND_WORDS = """(legend) => [...document.querySelectorAll(legend + ' :is(.m3-core, .m3-ramp, .m3-gpu-mark)')]
+  .map(swatch => {
   const text = swatch.nextSibling, first = text.textContent.search(/\\S/);
   const letter = document.createRange();  // the first letter of the words: a space may hang at the swatch's line end
   letter.setStart(text, first);
