@@ -1,7 +1,7 @@
 """Every tab of both apps as they were looked at one by one (scripts/screenshots_tabs.py), measured in real Chromium
 against `python app.py` with accounts: all text on every tab meets WCAG AA (4.5:1; 3:1 when large) in both themes
 (Gradio's field hints, buttons, selected tab and code blocks included); a legend's swatch stays beside its words on
-a phone; the admin's Placement tab is never a wordless gap."""
+a phone; the admin's Placement tab is never a wordless gap; the admin's engine choice is not squeezed on a phone."""
 
 from __future__ import annotations
 
@@ -141,3 +141,14 @@ def test_the_placement_tab_says_something_before_its_first_refresh(app) -> None:
         sign_in(page, f"{app.url}/admin/", ADMIN)
         page.get_by_role("tab", name="Placement").click()
         assert page.locator("#m3-placement-advice").inner_text().strip()
+
+
+def test_the_engine_choice_takes_the_phones_width(app) -> None:
+    """Not squeezed beside the Engine Python box into half of it, each choice wrapped over three lines."""
+    with chromium_page((390, 844)) as page:
+        page.set_default_timeout(UI_TIMEOUT_MS)
+        sign_in(page, f"{app.url}/admin/", ADMIN)
+        kind, python = (page.locator(f"#{name}").bounding_box() for name in ("m3-engine-kind", "m3-engine-python"))
+        assert kind and python and python["y"] >= kind["y"] + kind["height"], (kind, python)
+        choice = page.locator("#m3-engine-kind label").first.bounding_box()
+        assert choice and choice["height"] < 50, choice  # one line of words, two at most
