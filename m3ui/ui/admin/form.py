@@ -76,12 +76,14 @@ def _widget(field: FormField) -> gr.components.Component:
 
 def build_settings_form() -> SettingsForm:
     with gr.Row(equal_height=True):
-        engine_kind = gr.Radio(choices=list(ENGINE_KINDS), value="sim", label="Engine", scale=3,
+        # min_width: side by side in the form's column on a desktop, one above the other on a phone (squeezed to
+        # half of 390 px, each radio choice wrapped over three lines)
+        engine_kind = gr.Radio(choices=list(ENGINE_KINDS), value="sim", label="Engine", scale=3, min_width=280,
                                elem_id="m3-engine-kind",
                                info="The simulated engine needs no GPU and follows sglang-kt's exact contract.")
         engine_python = gr.Textbox(label="Engine Python (sglang-kt only)", placeholder="python (on PATH)",
                                    info="The interpreter of the venv that has sglang-kt and kt-kernel.", scale=2,
-                                   elem_id="m3-engine-python")
+                                   min_width=280, elem_id="m3-engine-python")
     widgets: dict[str, gr.components.Component] = {}
     messages: dict[str, gr.HTML] = {}
     groups: dict[Group, gr.Accordion] = {}

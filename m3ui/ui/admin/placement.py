@@ -34,7 +34,9 @@ def build_placement_panel() -> PlacementPanel:
             "built-in mix of prompts on the running engine, relaunches it with frequency placement from the "
             "recorded counts (saved under the data folder), replays the same prompts, and compares: about 7,000 "
             "tokens each way, minutes at a KT hybrid's decode speed.</div>")
-    advice = gr.HTML(elem_id="m3-placement-advice")
+    # never a wordless gap above the button until the first tick reads the Monitor
+    advice = gr.HTML('<div class="m3a-dim">Reading the Monitor\'s expert recorder…</div>',
+                     elem_id="m3-placement-advice")
     relaunch = gr.Button("Relaunch with this placement", variant="primary", elem_id="m3-placement-relaunch")
     outcome = gr.HTML(elem_id="m3-placement-outcome", elem_classes=["m3a-collapse-empty"])
     card = gr.HTML(elem_id="m3-placement-card")

@@ -16,9 +16,9 @@ _EMPTY_STATES: dict[str, tuple[NoteKind, str]] = {
     "no_local_folder": ("info", "Expert statistics need the engine's dump folder."),
     "error": ("error", "Expert recorder problem."),
 }
-_LEGEND = (f'<span class="m3-ramp" style="background:{ramp_css_gradient()}"></span> fewer → more activations '
-           f'(log scale; dark: none) <span class="m3-gpu-mark" style="background:{gpu_edge_css()}"></span> '
-           "GPU-resident expert")
+_LEGEND = (f'<span class="m3-legend-item"><span class="m3-ramp" style="background:{ramp_css_gradient()}"></span>'
+           'fewer → more activations (log scale; dark: none)</span><span class="m3-legend-item">'
+           f'<span class="m3-gpu-mark" style="background:{gpu_edge_css()}"></span>GPU-resident expert</span>')
 
 
 def _scale(rates: tuple[float | None, ...]) -> float:

@@ -13,8 +13,8 @@ _ROLE_CLASS = {"kt": "k", "spare": "s", "outside": "o", "unassigned": "u"}
 _ROLE_TEXT = {"kt": "a CPU expert thread should run here", "spare": "spare: more cores than expert threads",
               "outside": "outside the NUMA nodes the expert threads use", "unassigned": ""}
 _CORE_LEGEND = ('<div class="m3-legend">' + "".join(
-    f'<i class="m3-core {_ROLE_CLASS[role]}"></i> {_ROLE_TEXT[role]} ' for role in ("kt", "spare", "outside"))
-    + "· the fill shows each core's load</div>")
+    f'<span class="m3-legend-item"><i class="m3-core {_ROLE_CLASS[role]}"></i>{_ROLE_TEXT[role]}</span>'
+    for role in ("kt", "spare", "outside")) + "<span>· the fill shows each core's load</span></div>")
 
 
 def _share(part: float | None, whole: float | None) -> float | None:
