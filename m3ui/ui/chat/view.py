@@ -23,10 +23,10 @@ from m3ui.ui.chat.attachments import AttachmentsController, AttachmentsView, bef
 from m3ui.ui.chat.browser_import import build_import_offer
 from m3ui.ui.chat.controller import FORM, LIST_LABEL, ChatController
 from m3ui.ui.chat.controls import CHAT_BOX_HEIGHT, STREAMING_LISTENER, chat_runner, thinking_mode_radio
-from m3ui.ui.chat.following import LIVE_SLOTS
+from m3ui.ui.chat.following import FOLLOWED
 from m3ui.ui.chat.live_view import OPEN_JS, LivePage, LiveSlots, build_live_slots
 from m3ui.ui.chat.server_library import ServerLibrary
-from m3ui.ui.chat.view_slots import SLOTS
+from m3ui.ui.chat.view_slots import SLOTS, Slots
 
 PLACEHOLDER = ("**Chat with MiniMax-M3**\n\nPick a thinking mode under *Thinking mode* in the settings. The reasoning "
                "streams into a block that folds away when the answer starts; each answer shows its timing and token "
@@ -97,12 +97,13 @@ class ChatTabUI:
     defaults: gr.Button
     keep_reasoning: gr.Checkbox
     system_prompt: gr.Textbox
+    following: gr.State  # an answer's stream hands this to `finish` (m3ui.ui.chat.following)
     attachments: AttachmentsView | None = None
 
     @property
-    def view(self) -> list[gr.components.Component]:
-        """Everything a full update sets, in m3ui.ui.chat.view_slots order: see ChatController.show."""
-        return [getattr(self, name) for name in SLOTS]
+    def slots(self) -> Slots:
+        """The components the controller's handlers set, by name (m3ui.ui.chat.view_slots)."""
+        return Slots({name: getattr(self, name) for name in (*SLOTS, *FOLLOWED, "selected", "selected_label")})
 
     @property
     def settings(self) -> list[gr.components.Component]:
@@ -125,7 +126,7 @@ def build_chat_tab(services: AppServices, page: gr.Blocks) -> ChatTabUI:
     _wire(ui, chat, build_live_slots(ui.chatbot, page), page, attach)
     if server is not None and placeholder is not None:
         with placeholder:
-            build_import_offer(server, ui.library, ui.browser, ui.view, chat.sync, page)
+            build_import_offer(server, ui.library, ui.browser, ui.slots.keyed(chat.sync, SLOTS), page)
     return ui
 
 
@@ -193,20 +194,20 @@ def _layout(legacy_key: str | None) -> ChatTabUI:
     return ChatTabUI(library, outbox, browser, legacy, sync, drawer, new_chat, search, chat_picker, title, rename,
                      delete, export_md, export_json, download, undo, chatbot, selected, message_actions, selected_label,
                      retry_from, delete_exchange, message, send, stop, regenerate, clear, thinking_mode, temperature,
-                     top_p, max_tokens, stall_seconds, greedy, defaults, keep_reasoning, system_prompt, attachments)
+                     top_p, max_tokens, stall_seconds, greedy, defaults, keep_reasoning, system_prompt,
+                     gr.State(None), attachments)
 
 
 def _wire(ui: ChatTabUI, chat: ChatController, live_slots: LiveSlots, page: gr.Blocks,
           attach: AttachmentsController) -> None:
+    """Every handler returns its values keyed by slot name (m3ui.ui.chat.view_slots): outputs in any order."""
     assert ui.attachments is not None  # built with the tab (build_chat_tab)
-    view = ui.view
+    slots = ui.slots
     # The library's own actions take turns (they are quick): a sync computed from the library as it was before a
     # concurrent switch or rename would otherwise undo it on the page.
     quick: dict[str, Any] = {"concurrency_id": "chat-library", "concurrency_limit": 1, "show_progress": "hidden"}
     settings = [*ui.settings, live_slots.ticket]  # and the page's live channel (m3ui.ui.chat.live_view)
-    following = gr.State(None)  # an answer's stream hands this to `finish` (m3ui.ui.chat.following)
     asked = gr.Textbox(visible=False)  # the question, taken out of the message box by the page (ASK_JS)
-    live = [getattr(ui, name) for name in LIVE_SLOTS] + [following]
     busy = [ui.send, ui.stop]
     asking = gr.on([ui.message.submit, ui.send.click], None, [ui.message, *ui.settings], [asked, ui.message, *busy],
                    js=ASK_JS)
@@ -215,36 +216,45 @@ def _wire(ui: ChatTabUI, chat: ChatController, live_slots: LiveSlots, page: gr.B
     answers = [
         # "multiple": a question the page took out of the box is always sent (a refused one comes back)
         before_send(ui.attachments, attach, asking, asked, ui.library, ui.system_prompt, ui.max_tokens, ui.message,
-                    busy).success(chat.send, [asked, ui.library, *settings], live, trigger_mode="multiple",
-                                  **STREAMING_LISTENER),
-        gr.on([ui.regenerate.click, ui.chatbot.retry], chat.regenerate, [ui.library, *settings], live,
-              **STREAMING_LISTENER),
-        ui.chatbot.edit(chat.edit, [ui.library, *settings], live, **STREAMING_LISTENER),
-        ui.retry_from.click(chat.retry_from, [ui.library, ui.selected, *settings], live, **STREAMING_LISTENER),
+                    busy).success(inputs=[asked, ui.library, *settings], **slots.keyed(chat.send, FOLLOWED),
+                                  trigger_mode="multiple", **STREAMING_LISTENER),
+        gr.on([ui.regenerate.click, ui.chatbot.retry], inputs=[ui.library, *settings],
+              **slots.keyed(chat.regenerate, FOLLOWED), **STREAMING_LISTENER),
+        ui.chatbot.edit(inputs=[ui.library, *settings], **slots.keyed(chat.edit, FOLLOWED), **STREAMING_LISTENER),
+        ui.retry_from.click(inputs=[ui.library, ui.selected, *settings], **slots.keyed(chat.retry_from, FOLLOWED),
+                            **STREAMING_LISTENER),
     ]
     for answer in answers:
-        answer.then(chat.finish, [following], [*view, following], **quick)
+        answer.then(inputs=[ui.following], **slots.keyed(chat.finish, (*SLOTS, "following")), **quick)
     ui.stop.click(chat.stop, None, None, queue=False)
-    ui.chatbot.select(chat.select, [ui.library], [ui.selected, ui.message_actions, ui.selected_label], **quick)
-    ui.delete_exchange.click(chat.delete_exchange, [ui.library, ui.selected], view, **quick)
-    ui.new_chat.click(chat.new_chat, [ui.library, ui.system_prompt], view, **quick)
-    ui.chat_picker.input(chat.switch, [ui.library, ui.chat_picker], view, preprocess=False, **quick)
-    ui.search.change(chat.search, [ui.library, ui.search], view, **quick)
-    gr.on([ui.rename.click, ui.title.submit], chat.rename, [ui.library, ui.title], view, **quick)
-    ui.delete.click(chat.delete, [ui.library], view, **quick)
-    gr.on([ui.clear.click, ui.chatbot.clear], chat.clear, [ui.library], view, **quick)
-    ui.undo.click(chat.undo, [ui.library], view, **quick)
+    ui.chatbot.select(inputs=[ui.library], **slots.keyed(chat.select, ("selected", "message_actions",
+                                                                       "selected_label")), **quick)
+    ui.delete_exchange.click(inputs=[ui.library, ui.selected], **slots.keyed(chat.delete_exchange, SLOTS), **quick)
+    ui.new_chat.click(inputs=[ui.library, ui.system_prompt], **slots.keyed(chat.new_chat, SLOTS), **quick)
+    ui.chat_picker.input(inputs=[ui.library, ui.chat_picker], **slots.keyed(chat.switch, SLOTS), preprocess=False,
+                         **quick)
+    ui.search.change(inputs=[ui.library, ui.search], **slots.keyed(chat.search, SLOTS), **quick)
+    gr.on([ui.rename.click, ui.title.submit], inputs=[ui.library, ui.title], **slots.keyed(chat.rename, SLOTS),
+          **quick)
+    ui.delete.click(inputs=[ui.library], **slots.keyed(chat.delete, SLOTS), **quick)
+    gr.on([ui.clear.click, ui.chatbot.clear], inputs=[ui.library], **slots.keyed(chat.clear, SLOTS), **quick)
+    ui.undo.click(inputs=[ui.library], **slots.keyed(chat.undo, SLOTS), **quick)
     for button, kind in ((ui.export_md, "md"), (ui.export_json, "json")):
         button.click(lambda library, kind=kind: chat.export(library, kind), [ui.library], ui.download, **quick
                      ).success(None, [ui.download], None, js=DOWNLOAD_JS)
     ui.outbox.change(None, [ui.outbox], None, js=WRITE_BROWSER_JS)
     # A save that lands while a sync is on its way gets a sync of its own after it (Gradio would drop the click).
-    ui.sync.click(chat.sync, [ui.library, ui.browser], view, js=SYNC_BROWSER_JS, trigger_mode="always_last", **quick)
+    ui.sync.click(inputs=[ui.library, ui.browser], **slots.keyed(chat.sync, SLOTS), js=SYNC_BROWSER_JS,
+                  trigger_mode="always_last", **quick)
     ui.drawer.click(None, None, None, js=TOGGLE_DRAWER_JS)
     instant: dict[str, Any] = {"queue": False, "show_progress": "hidden"}
     ui.greedy.click(lambda: GREEDY_TEMPERATURE, None, ui.temperature, **instant)
-    ui.defaults.click(lambda: (DEFAULTS.thinking_mode, DEFAULTS.temperature, DEFAULTS.top_p, DEFAULTS.max_tokens,
-                               DEFAULTS.stall_seconds),
-                      None, [ui.thinking_mode, ui.temperature, ui.top_p, ui.max_tokens, ui.stall_seconds], **instant)
+    ui.defaults.click(inputs=None, **slots.keyed(_defaults, FORM[:5]), **instant)
     # the saved chats come back when the page (re)loads
-    page.load(chat.load, [ui.browser, ui.legacy, live_slots.ticket], view, js=READ_BROWSER_JS, **instant)
+    page.load(inputs=[ui.browser, ui.legacy, live_slots.ticket], **slots.keyed(chat.load, SLOTS), js=READ_BROWSER_JS,
+              **instant)
+
+
+def _defaults() -> dict[str, object]:
+    """The generation settings' defaults, for the form's Defaults button."""
+    return {name: getattr(DEFAULTS, name) for name in FORM[:5]}
