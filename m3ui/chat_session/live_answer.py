@@ -159,6 +159,8 @@ def outcome_note(finished: LoopFinished, after_turn: int,
     if finished.outcome == "step_limit":
         return ChatNote(after_turn, "cut", f"{finished.message[:1].upper()}{finished.message[1:]}. Raise the step "
                         "limit and press Regenerate, or ask a narrower question.")
+    if finished.outcome == "error" and finished.error is not None and finished.error.kind == "refused":
+        return ChatNote(after_turn, "refused", finished.error.message)  # in the quota's words, without a retry hint
     if finished.outcome == "error":
         return ChatNote(after_turn, "error", error_text(finished.error, finished.message, engine_failure))
     last = finished.conversation.turns[-1] if finished.conversation.turns else None

@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 
 # error: the answer failed; stopped: the user stopped it; cut: max_tokens or the step limit ended it;
 # info: a remark on the answer above (e.g. its GPU hit rate), shown with its stats.
-NoteKind = Literal["error", "stopped", "cut", "info"]
+NoteKind = Literal["error", "stopped", "cut", "info", "refused"]  # refused: nothing was sent (a quota); no retry
 NOTE_KINDS: tuple[NoteKind, ...] = get_args(NoteKind)
 DEFAULT_TITLE = "New chat"
 TITLE_CHARS = 40

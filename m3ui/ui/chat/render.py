@@ -30,7 +30,7 @@ _CALL_LOG: dict[CallStatus, str] = {
     "error": "error",
 }
 _NOTE_LEAD: dict[NoteKind, str] = {"error": "⚠ **Error**", "stopped": "■ **Stopped**", "cut": "✂ **Cut off**",
-                                   "info": "ℹ"}
+                                   "info": "ℹ", "refused": '⊘ <span class="m3-refused">**Refused**</span>'}
 WAITING_TITLE = "Waiting for the first token…"
 
 

@@ -1,0 +1,58 @@
+"""Issue 26 in real Chromium against `python app.py` with accounts: a quota refusal is a "refused" note without a
+retry control (defect 7)."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from m3ui.accounts import AccountStore
+from m3ui.accounts.usage import AnswerUsage, UsageLedger
+from tests.app_process import running_app
+from tests.browser import UI_TIMEOUT_MS, chromium_page
+
+pytestmark = pytest.mark.browser
+BOB = ("bob", "bobs-password")  # his daily quota is used up
+ALICE = ("alice", "alices-password")
+QUOTA = 1_000
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("chat-habits")
+    store = AccountStore.open(folder / "data")
+    store.add(*BOB)
+    store.add(*ALICE)
+    store.set_quota(BOB[0], QUOTA)
+    UsageLedger(store).record(BOB[0], AnswerUsage(prompt_tokens=QUOTA, completion_tokens=10, engine_seconds=1.0))
+    store.close()
+    with running_app(folder, data_dir=folder / "data") as running:
+        running.wait_engine_ready()
+        yield running
+
+
+def signed_in(page: Page, url: str, who: tuple[str, str]) -> None:
+    page.set_default_timeout(UI_TIMEOUT_MS)
+    page.goto(url + "/")
+    page.locator("input[type=password]").wait_for()
+    page.locator("input[type=text]").fill(who[0])
+    page.locator("input[type=password]").fill(who[1])
+    page.keyboard.press("Enter")
+    page.locator("#m3-message textarea").wait_for()
+
+
+def ask(page: Page, text: str) -> None:
+    page.locator("#m3-message textarea").fill(text)
+    page.keyboard.press("Enter")
+
+
+def test_a_quota_refusal_is_a_refused_note_in_the_quotas_words_with_no_retry(app) -> None:
+    with chromium_page((1440, 900)) as page:
+        signed_in(page, app.url, BOB)
+        ask(page, "Are you there?")
+        bot = page.locator("#m3-chatbot .message.bot").last
+        expect(bot).to_contain_text("Refused")
+        expect(bot).to_contain_text("Daily token quota reached")
+        expect(bot).to_contain_text("resets at 00:00 UTC")
+        expect(bot).not_to_contain_text("Error")
+        expect(page.locator("#m3-chatbot button[aria-label=Retry]")).to_be_hidden()
