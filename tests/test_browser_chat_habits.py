@@ -1,5 +1,5 @@
 """Issue 26 in real Chromium against `python app.py` with accounts: a quota refusal is a "refused" note without a
-retry control (defect 7)."""
+retry control (defect 7); Continue appends to an answer cut at max tokens."""
 
 from __future__ import annotations
 
@@ -56,3 +56,25 @@ def test_a_quota_refusal_is_a_refused_note_in_the_quotas_words_with_no_retry(app
         expect(bot).to_contain_text("resets at 00:00 UTC")
         expect(bot).not_to_contain_text("Error")
         expect(page.locator("#m3-chatbot button[aria-label=Retry]")).to_be_hidden()
+
+
+def test_continue_after_a_length_cut_appends_to_the_answer(app) -> None:
+    with chromium_page((1440, 900)) as page:
+        signed_in(page, app.url, ALICE)
+        cont = page.locator("#m3-continue")
+        page.fill("#m3-max-tokens input", "40")
+        ask(page, "count to 200")
+        bot = page.locator("#m3-chatbot .message.bot")
+        expect(page.locator("#m3-chatbot")).to_contain_text("Cut off")
+        expect(cont).to_be_visible()
+        cut = bot.first.inner_text()
+        assert cut.startswith("1, 2, 3") and "200." not in cut
+        page.fill("#m3-max-tokens input", "4096")
+        cont.click()
+        expect(bot.first).to_contain_text("199, 200.")
+        answer = bot.first.inner_text()
+        assert answer.startswith("1, 2, 3") and answer.count("1, 2, 3,") == 1, "appended, not started over"
+        expect(page.locator("#m3-chatbot")).not_to_contain_text("Cut off")
+        expect(cont).to_be_hidden()
+        page.reload()  # saved whole
+        expect(page.locator("#m3-chatbot .message.bot").first).to_contain_text("199, 200.")

@@ -147,11 +147,11 @@ def test_streaming_listeners_have_no_concurrency_limit_of_one(tmp_path):
     finally:
         services.close()
     streaming = [fn for fn in demo.fns.values() if fn.fn is not None and getattr(fn.fn, "__name__", "") in
-                 ("send", "regenerate", "edit", "retry_from")]
-    assert len(streaming) >= 5  # the chat tab's four and the tools tab's
+                 ("send", "regenerate", "edit", "retry_from", "continue_answer")]
+    assert len(streaming) >= 6  # the chat tab's five and the tools tab's
     assert all(fn.concurrency_limit is None for fn in streaming)
     chat_answers = [fn for fn in streaming if "chat" in fn.fn.__module__]
-    assert len(chat_answers) == 4 and all(len(fn.outputs) == len(LIVE_SLOTS) + 1 for fn in chat_answers), \
+    assert len(chat_answers) == 5 and all(len(fn.outputs) == len(LIVE_SLOTS) + 1 for fn in chat_answers), \
         "an answer's frames carry the live slots alone: Gradio builds a component for each output they skip"
     buttons_or_box = [type(output).__name__ for fn in chat_answers for output in fn.outputs
                       if isinstance(output, gr.Button | gr.Textbox)]

@@ -96,6 +96,16 @@ class SavedChat:
         kept = Conversation(self.conversation.turns[: last + 1], self.conversation.system_prompt)
         return replace(self, conversation=kept, notes=tuple(n for n in self.notes if n.after_turn < last))
 
+    def to_continue(self) -> SavedChat | None:
+        """The chat ready to continue its last answer, which was cut short (max tokens, a stop): without the note
+        that said so. None when the last answer was not cut short or has no text to go on from."""
+        turns = self.conversation.turns
+        last = turns[-1] if turns else None
+        ended = [n for n in self.notes if n.after_turn == len(turns) - 1 and n.kind in ("cut", "stopped")]
+        if not (isinstance(last, AssistantTurn) and last.content and not last.tool_calls and ended):
+            return None
+        return replace(self, notes=tuple(n for n in self.notes if n not in ended))
+
     def cleared(self) -> SavedChat:
         return self._cut(0)
 

@@ -54,6 +54,16 @@ class Conversation:
     def add(self, *turns: Turn) -> Conversation:
         return Conversation(self.turns + turns, self.system_prompt)
 
+    def add_answer(self, turn: AssistantTurn) -> Conversation:
+        """`turn` added; when the conversation ends with an assistant turn (an answer being continued), `turn` is
+        the rest of that answer and is appended to it (its figures and finish reason are the rest's)."""
+        last = self.turns[-1] if self.turns else None
+        if not isinstance(last, AssistantTurn):
+            return self.add(turn)
+        joined = AssistantTurn(last.content + turn.content, last.reasoning + turn.reasoning,
+                               last.tool_calls + turn.tool_calls, turn.stats, turn.finish_reason)
+        return Conversation((*self.turns[:-1], joined), self.system_prompt)
+
     def ask(self, text: str) -> Conversation:
         return self.add(UserTurn(text))
 

@@ -36,6 +36,7 @@ EMPTY_MESSAGE = "Type a message first."
 FIRST_FRAME_WAIT_S = 0.5  # the longest an answer's first Gradio frame waits for its first text (see _answer)
 LIST_LABEL = "Conversations (newest first)"
 NOTHING_TO_REGENERATE = "Nothing to regenerate yet: send a message first."
+NOTHING_TO_CONTINUE = "The last answer was not cut short: there is nothing to continue."
 
 
 def unchanged() -> Values:
@@ -125,12 +126,14 @@ class ChatController:
             "undo": gr.update(visible=idle and library.undo is not None,
                               value=f"↶ Undo: {library.undo.label}" if library.undo else "↶ Undo"),
             "message_actions": gr.update(visible=False),
+            # Continue only where the last answer was cut short (max tokens, a stop)
+            "continue_answer": gr.update(visible=idle and chat.to_continue() is not None),
             **{name: gr.update(interactive=idle) for name in ("regenerate", "clear", "new_chat", "rename", "delete")},
             # A chat keeps the settings it was answered with; one never answered leaves the form as it is.
             **{name: chat.settings[name] if form and name in chat.settings else gr.skip() for name in CHAT_SETTINGS},
         }
         if not controls:
-            for name in ("regenerate", "clear", "new_chat", "rename", "delete", "message_actions"):
+            for name in ("regenerate", "continue_answer", "clear", "new_chat", "rename", "delete", "message_actions"):
                 values[name] = gr.skip()
         return library, values
 
@@ -282,6 +285,21 @@ class ChatController:
         chat = library.active.before_last_answer()
         if chat is None:
             gr.Warning(NOTHING_TO_REGENERATE)
+            yield live_frame(gr.skip())
+            return
+        yield from self._answer(library, _with_system_prompt(chat, system_prompt), settings, keep_reasoning,
+                                live_ticket, request)
+
+    def continue_answer(self, library: ChatLibrary | None, thinking_mode: str, temperature: float, top_p: float,
+                        max_tokens: float | None, stall_seconds: float | None, keep_reasoning: bool,
+                        system_prompt: str, live_ticket: str, request: gr.Request) -> Iterator[Values]:
+        """The last answer, cut short, goes on from where it ended: what comes is appended to it (the engine
+        continues the final assistant message: m3ui.client.request)."""
+        settings = settings_from_form(thinking_mode, temperature, top_p, max_tokens, stall_seconds=stall_seconds)
+        library = self.owned(library)
+        chat = library.active.to_continue()
+        if chat is None:
+            gr.Warning(NOTHING_TO_CONTINUE)
             yield live_frame(gr.skip())
             return
         yield from self._answer(library, _with_system_prompt(chat, system_prompt), settings, keep_reasoning,

@@ -87,6 +87,7 @@ class ChatTabUI:
     send: gr.Button
     stop: gr.Button
     regenerate: gr.Button
+    continue_answer: gr.Button
     clear: gr.Button
     thinking_mode: gr.Radio
     temperature: gr.Slider
@@ -172,6 +173,7 @@ def _layout(legacy_key: str | None) -> ChatTabUI:
                 stop = gr.Button("■ Stop", variant="stop", scale=1, min_width=80, visible=False, elem_id="m3-stop")
             with gr.Row(elem_classes=["m3-chat-tools"]):
                 regenerate = gr.Button("↻ Regenerate", size="sm", elem_id="m3-regenerate")
+                continue_answer = gr.Button("→ Continue", size="sm", visible=False, elem_id="m3-continue")
                 clear = gr.Button("Clear", size="sm", elem_id="m3-clear")
             gr.Markdown(HINT, elem_classes=["m3-chat-hint"])
         with gr.Column(scale=2, min_width=260, elem_classes=["m3-settings"]):
@@ -193,9 +195,9 @@ def _layout(legacy_key: str | None) -> ChatTabUI:
                                        elem_id="m3-system-prompt")
     return ChatTabUI(library, outbox, browser, legacy, sync, drawer, new_chat, search, chat_picker, title, rename,
                      delete, export_md, export_json, download, undo, chatbot, selected, message_actions, selected_label,
-                     retry_from, delete_exchange, message, send, stop, regenerate, clear, thinking_mode, temperature,
-                     top_p, max_tokens, stall_seconds, greedy, defaults, keep_reasoning, system_prompt,
-                     gr.State(None), attachments)
+                     retry_from, delete_exchange, message, send, stop, regenerate, continue_answer, clear,
+                     thinking_mode, temperature, top_p, max_tokens, stall_seconds, greedy, defaults, keep_reasoning,
+                     system_prompt, gr.State(None), attachments)
 
 
 def _wire(ui: ChatTabUI, chat: ChatController, live_slots: LiveSlots, page: gr.Blocks,
@@ -211,7 +213,8 @@ def _wire(ui: ChatTabUI, chat: ChatController, live_slots: LiveSlots, page: gr.B
     busy = [ui.send, ui.stop]
     asking = gr.on([ui.message.submit, ui.send.click], None, [ui.message, *ui.settings], [asked, ui.message, *busy],
                    js=ASK_JS)
-    for triggers in ([ui.regenerate.click, ui.chatbot.retry], [ui.chatbot.edit], [ui.retry_from.click]):
+    for triggers in ([ui.regenerate.click, ui.chatbot.retry], [ui.chatbot.edit], [ui.retry_from.click],
+                     [ui.continue_answer.click]):
         gr.on(triggers, None, None, busy, js=BUSY_JS)
     answers = [
         # "multiple": a question the page took out of the box is always sent (a refused one comes back)
@@ -221,6 +224,8 @@ def _wire(ui: ChatTabUI, chat: ChatController, live_slots: LiveSlots, page: gr.B
         gr.on([ui.regenerate.click, ui.chatbot.retry], inputs=[ui.library, *settings],
               **slots.keyed(chat.regenerate, FOLLOWED), **STREAMING_LISTENER),
         ui.chatbot.edit(inputs=[ui.library, *settings], **slots.keyed(chat.edit, FOLLOWED), **STREAMING_LISTENER),
+        ui.continue_answer.click(inputs=[ui.library, *settings], **slots.keyed(chat.continue_answer, FOLLOWED),
+                                 **STREAMING_LISTENER),
         ui.retry_from.click(inputs=[ui.library, ui.selected, *settings], **slots.keyed(chat.retry_from, FOLLOWED),
                             **STREAMING_LISTENER),
     ]
