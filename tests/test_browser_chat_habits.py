@@ -1,5 +1,6 @@
 """Issue 26 in real Chromium against `python app.py` with accounts: a quota refusal is a "refused" note without a
-retry control (defect 7); Continue appends to an answer cut at max tokens."""
+retry control (defect 7); Continue appends to an answer cut at max tokens; Regenerate keeps the answer it replaces
+(‹ n/N ›), saved with the chat."""
 
 from __future__ import annotations
 
@@ -78,3 +79,27 @@ def test_continue_after_a_length_cut_appends_to_the_answer(app) -> None:
         expect(cont).to_be_hidden()
         page.reload()  # saved whole
         expect(page.locator("#m3-chatbot .message.bot").first).to_contain_text("199, 200.")
+
+
+def test_regenerate_keeps_both_answers_with_arrows_and_a_reload_keeps_them(app) -> None:
+    with chromium_page((1440, 900)) as page:
+        signed_in(page, app.url, ALICE)
+        page.locator("#m3-new-chat").click()
+        ask(page, "count to 12")
+        answer = page.locator("#m3-chatbot .message.bot").first
+        expect(answer).to_contain_text("11, 12.")
+        expect(page.locator("#m3-send")).to_be_visible()
+        page.fill("#m3-max-tokens input", "6")  # the second answer differs: cut short
+        page.locator("#m3-regenerate").click()
+        label = page.locator("#m3-version-label")
+        expect(label).to_have_text("2/2")
+        expect(answer).not_to_contain_text("11, 12.")
+        page.locator("#m3-version-prev").click()
+        expect(label).to_have_text("1/2")
+        expect(answer).to_contain_text("11, 12.")
+        page.reload()
+        expect(page.locator("#m3-version-label")).to_have_text("1/2")
+        expect(page.locator("#m3-chatbot .message.bot").first).to_contain_text("11, 12.")
+        page.locator("#m3-version-next").click()
+        expect(page.locator("#m3-version-label")).to_have_text("2/2")
+        expect(page.locator("#m3-chatbot .message.bot").first).not_to_contain_text("11, 12.")

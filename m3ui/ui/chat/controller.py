@@ -74,6 +74,12 @@ def _list_label(query: str, found: bool) -> str:
     return f"Chats matching “{shown}”" if found else f"No chat matches “{shown}”: clear the search to see them all"
 
 
+def _version_label(chat: SavedChat) -> str:
+    """Which of the last question's answers is shown: "2/3"."""
+    versions = chat.versions
+    return "" if versions is None else f"**{versions.shown + 1}/{versions.count}**"
+
+
 def _user_ordinal(chat: SavedChat, message_index: int) -> int:
     """Which question (0-based) a message shown at `message_index` belongs to: itself, or the one it answers."""
     shown = render(transcript(chat))[: message_index + 1]
@@ -128,12 +134,16 @@ class ChatController:
             "message_actions": gr.update(visible=False),
             # Continue only where the last answer was cut short (max tokens, a stop)
             "continue_answer": gr.update(visible=idle and chat.to_continue() is not None),
+            # ‹ n/N › when Regenerate kept earlier answers to the last question
+            "versions": gr.update(visible=idle and chat.versions is not None),
+            "version_label": _version_label(chat),
             **{name: gr.update(interactive=idle) for name in ("regenerate", "clear", "new_chat", "rename", "delete")},
             # A chat keeps the settings it was answered with; one never answered leaves the form as it is.
             **{name: chat.settings[name] if form and name in chat.settings else gr.skip() for name in CHAT_SETTINGS},
         }
         if not controls:
-            for name in ("regenerate", "continue_answer", "clear", "new_chat", "rename", "delete", "message_actions"):
+            for name in ("regenerate", "continue_answer", "clear", "new_chat", "rename", "delete", "message_actions",
+                         "versions"):
                 values[name] = gr.skip()
         return library, values
 
@@ -227,6 +237,20 @@ class ChatController:
                 "selected_label": f"**Question {ordinal + 1}** selected. Retry answers it again and replaces "
                                   f"{replaced} (Undo brings them back)."}
 
+    def previous_version(self, library: ChatLibrary | None) -> Values:
+        return self._version(library, -1)
+
+    def next_version(self, library: ChatLibrary | None) -> Values:
+        return self._version(library, 1)
+
+    def _version(self, library: ChatLibrary | None, step: int) -> Values:
+        """Another answer to the last question shown (‹ ›); the one shown before is kept with the others."""
+        library = self.owned(library)
+        versions = library.active.versions
+        if versions is None:
+            return unchanged()
+        return self.show(library.put(library.active.showing_version(versions.shown + step)))
+
     def delete_exchange(self, library: ChatLibrary | None, turn: int | None) -> Values:
         library = self.owned(library)
         if turn is None or not library.active.is_question(turn):
@@ -282,7 +306,7 @@ class ChatController:
                    live_ticket: str, request: gr.Request) -> Iterator[Values]:
         settings = settings_from_form(thinking_mode, temperature, top_p, max_tokens, stall_seconds=stall_seconds)
         library = self.owned(library)
-        chat = library.active.before_last_answer()
+        chat = library.active.regenerating()  # the answer it replaces is kept: ‹ › shows it again
         if chat is None:
             gr.Warning(NOTHING_TO_REGENERATE)
             yield live_frame(gr.skip())

@@ -81,6 +81,10 @@ class ChatTabUI:
     selected: gr.State
     message_actions: gr.Row
     selected_label: gr.Markdown
+    versions: gr.Row
+    version_label: gr.Markdown
+    version_prev: gr.Button
+    version_next: gr.Button
     retry_from: gr.Button
     delete_exchange: gr.Button
     message: gr.Textbox
@@ -158,6 +162,10 @@ def _layout(legacy_key: str | None) -> ChatTabUI:
             chatbot = gr.Chatbot(height=CHAT_BOX_HEIGHT, show_label=False, elem_id="m3-chatbot",
                                  placeholder=PLACEHOLDER, feedback_options=None, buttons=["copy", "copy_all"],
                                  group_consecutive_messages=False, editable="user", latex_delimiters=LATEX_DELIMITERS)
+            with gr.Row(visible=False, equal_height=True, elem_id="m3-versions") as versions:  # ‹ n/N › answers
+                version_prev = gr.Button("‹", size="sm", min_width=36, elem_id="m3-version-prev")
+                version_label = gr.Markdown("", elem_id="m3-version-label")
+                version_next = gr.Button("›", size="sm", min_width=36, elem_id="m3-version-next")
             selected = gr.State(None)  # the turn index of the question a click on a message picked
             with gr.Row(visible=False, equal_height=True, elem_id="m3-message-actions") as message_actions:
                 selected_label = gr.Markdown("")
@@ -195,6 +203,7 @@ def _layout(legacy_key: str | None) -> ChatTabUI:
                                        elem_id="m3-system-prompt")
     return ChatTabUI(library, outbox, browser, legacy, sync, drawer, new_chat, search, chat_picker, title, rename,
                      delete, export_md, export_json, download, undo, chatbot, selected, message_actions, selected_label,
+                     versions, version_label, version_prev, version_next,
                      retry_from, delete_exchange, message, send, stop, regenerate, continue_answer, clear,
                      thinking_mode, temperature, top_p, max_tokens, stall_seconds, greedy, defaults, keep_reasoning,
                      system_prompt, gr.State(None), attachments)
@@ -235,6 +244,8 @@ def _wire(ui: ChatTabUI, chat: ChatController, live_slots: LiveSlots, page: gr.B
     ui.chatbot.select(inputs=[ui.library], **slots.keyed(chat.select, ("selected", "message_actions",
                                                                        "selected_label")), **quick)
     ui.delete_exchange.click(inputs=[ui.library, ui.selected], **slots.keyed(chat.delete_exchange, SLOTS), **quick)
+    ui.version_prev.click(inputs=[ui.library], **slots.keyed(chat.previous_version, SLOTS), **quick)
+    ui.version_next.click(inputs=[ui.library], **slots.keyed(chat.next_version, SLOTS), **quick)
     ui.new_chat.click(inputs=[ui.library, ui.system_prompt], **slots.keyed(chat.new_chat, SLOTS), **quick)
     ui.chat_picker.input(inputs=[ui.library, ui.chat_picker], **slots.keyed(chat.switch, SLOTS), preprocess=False,
                          **quick)
