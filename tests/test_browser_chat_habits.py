@@ -1,8 +1,10 @@
 """Issue 26 in real Chromium against `python app.py` with accounts: a quota refusal is a "refused" note without a
 retry control (defect 7); Continue appends to an answer cut at max tokens; Regenerate keeps the answer it replaces
-(‹ n/N ›), saved with the chat."""
+(‹ n/N ›), saved with the chat; each message shows when it was written on hover."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -103,3 +105,19 @@ def test_regenerate_keeps_both_answers_with_arrows_and_a_reload_keeps_them(app) 
         page.locator("#m3-version-next").click()
         expect(page.locator("#m3-version-label")).to_have_text("2/2")
         expect(page.locator("#m3-chatbot .message.bot").first).not_to_contain_text("11, 12.")
+
+
+def test_each_message_shows_when_it_was_written_on_hover(app) -> None:
+    with chromium_page((1440, 900)) as page:
+        signed_in(page, app.url, ALICE)
+        page.locator("#m3-new-chat").click()
+        ask(page, "count to 3")
+        expect(page.locator("#m3-chatbot .message.bot").first).to_contain_text("1, 2, 3.")
+        rows = page.locator("#m3-chatbot .message-row")
+        expect(rows).to_have_count(2)
+        time_shown = re.compile(r"\b\d{1,2}:\d{2}\b")  # in the reader's locale: "Dec 4, 2026, 8:41 PM"
+        for i in range(2):
+            expect(rows.nth(i)).to_have_attribute("title", time_shown)
+        rows.first.hover()
+        page.reload()  # kept with the chat
+        expect(page.locator("#m3-chatbot .message-row").first).to_have_attribute("title", time_shown)

@@ -127,7 +127,7 @@ class LiveAnswer:
         content, reasoning = "".join(v.content for v in views), "".join(v.reasoning for v in views)
         if not (content or reasoning):
             return chat
-        conversation = chat.conversation.add_answer(AssistantTurn(content, reasoning))
+        conversation = chat.conversation.add_answer(AssistantTurn(content, reasoning, at=time.time()))
         return chat.with_conversation(conversation).add_notes(
             ChatNote(len(conversation.turns) - 1, "cut", IN_FLIGHT_TEXT))
 
@@ -141,7 +141,7 @@ class LiveAnswer:
         conversation = finished.conversation
         if finished.outcome == "error" and self._steps and not self._steps[-1].view().empty:
             partial = self._steps[-1].view()
-            conversation = conversation.add_answer(AssistantTurn(partial.content, partial.reasoning))
+            conversation = conversation.add_answer(AssistantTurn(partial.content, partial.reasoning, at=time.time()))
         turns = conversation.turns
         last = turns[-1] if turns else None
         if isinstance(last, AssistantTurn) and not (last.content or last.reasoning or last.tool_calls):

@@ -26,7 +26,7 @@ from m3ui.ui.chat.controls import BUSY_WARNING, clean_text, download_of, session
 from m3ui.ui.chat.folding import edited_question
 from m3ui.ui.chat.following import Following, answer_frame, live_frame, live_values
 from m3ui.ui.chat.live_view import LivePage
-from m3ui.ui.chat.render import render
+from m3ui.ui.chat.render import message_times, render
 from m3ui.ui.chat.server_library import ServerLibrary
 from m3ui.ui.chat.view_slots import Values
 
@@ -114,10 +114,14 @@ class ChatController:
         choices = library.choices()
         idle = not busy
         has_turns = bool(chat.conversation.turns)
+        # The times go with a full view only: an answer's frames carry the live slots alone (m3ui.ui.chat.following)
+        timed = idle and not answer
+        items = transcript(chat) if chatbot is None or timed else ()
         values: Values = {
             "library": library,
             "outbox": writes if writes else gr.skip(),
-            "chatbot": render(transcript(chat)) if chatbot is None else chatbot,
+            "chatbot": render(items) if chatbot is None else chatbot,
+            "message_times": message_times(items) if timed else gr.skip(),  # the chat as saved, as shown then
             "chat_picker": gr.update(choices=choices, value=chat.id if any(c[1] == chat.id for c in choices)
                                      else None, interactive=idle, label=_list_label(library.query, bool(choices))),
             "title": chat.title,

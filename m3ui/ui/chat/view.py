@@ -46,6 +46,7 @@ READ_BROWSER_JS = "(browser, legacy, page) => [window.m3uiChats.read(), legacy, 
 SYNC_BROWSER_JS = "(library, browser) => [library, window.m3uiChats.read()]"
 WRITE_BROWSER_JS = "(records) => { window.m3uiChats.write(records); }"
 DOWNLOAD_JS = "(document) => { window.m3uiChats.download(document); }"
+TIMES_JS = "(times) => { window.m3uiChats.times(times); }"
 TOGGLE_DRAWER_JS = "() => { window.m3uiChats.toggleDrawer(); }"
 # The page turns itself busy when an answer is asked for, at the click, so that no frame of the answer has to
 # carry the message box or the buttons (m3ui.ui.chat.following): outputs [send, stop], and for a question
@@ -85,6 +86,7 @@ class ChatTabUI:
     version_label: gr.Markdown
     version_prev: gr.Button
     version_next: gr.Button
+    message_times: gr.JSON
     retry_from: gr.Button
     delete_exchange: gr.Button
     message: gr.Textbox
@@ -141,6 +143,7 @@ def _layout(legacy_key: str | None) -> ChatTabUI:
     outbox = gr.JSON(None, visible=False)  # records for the browser to store (chat.js writes them)
     browser = gr.JSON(None, visible=False)  # what the browser holds, read by chat.js for load and sync
     download = gr.JSON(None, visible=False)  # an export for chat.js to hand to the browser as a download
+    message_times = gr.JSON(None, visible=False)  # when each message shown was written, for chat.js's tooltips
     sync = gr.Button("sync", visible="hidden", elem_id="m3-chat-sync")  # clicked by chat.js
     with gr.Row(equal_height=False, elem_classes=["m3-chat"]):
         with gr.Column(scale=1, min_width=230, elem_classes=["m3-sidebar"], elem_id="m3-sidebar"):
@@ -203,7 +206,7 @@ def _layout(legacy_key: str | None) -> ChatTabUI:
                                        elem_id="m3-system-prompt")
     return ChatTabUI(library, outbox, browser, legacy, sync, drawer, new_chat, search, chat_picker, title, rename,
                      delete, export_md, export_json, download, undo, chatbot, selected, message_actions, selected_label,
-                     versions, version_label, version_prev, version_next,
+                     versions, version_label, version_prev, version_next, message_times,
                      retry_from, delete_exchange, message, send, stop, regenerate, continue_answer, clear,
                      thinking_mode, temperature, top_p, max_tokens, stall_seconds, greedy, defaults, keep_reasoning,
                      system_prompt, gr.State(None), attachments)
@@ -259,6 +262,7 @@ def _wire(ui: ChatTabUI, chat: ChatController, live_slots: LiveSlots, page: gr.B
         button.click(lambda library, kind=kind: chat.export(library, kind), [ui.library], ui.download, **quick
                      ).success(None, [ui.download], None, js=DOWNLOAD_JS)
     ui.outbox.change(None, [ui.outbox], None, js=WRITE_BROWSER_JS)
+    ui.message_times.change(None, [ui.message_times], None, js=TIMES_JS)
     # A save that lands while a sync is on its way gets a sync of its own after it (Gradio would drop the click).
     ui.sync.click(inputs=[ui.library, ui.browser], **slots.keyed(chat.sync, SLOTS), js=SYNC_BROWSER_JS,
                   trigger_mode="always_last", **quick)

@@ -17,7 +17,7 @@ import gradio as gr
 # The components every full update of the Chat tab sets (ChatController.show fills them all)
 SLOTS = ("library", "outbox", "chatbot", "chat_picker", "title", "system_prompt", "message", "send", "stop",
          "regenerate", "continue_answer", "clear", "new_chat", "rename", "delete", "export_md", "export_json", "undo",
-         "message_actions", "versions", "version_label",
+         "message_actions", "versions", "version_label", "message_times",
          # the settings a chat keeps (m3ui.conversation.library.CHAT_SETTINGS)
          "thinking_mode", "temperature", "top_p", "max_tokens", "stall_seconds", "keep_reasoning")
 
