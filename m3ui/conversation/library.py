@@ -18,7 +18,7 @@ import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from pylatexenc.latex2text import LatexNodes2Text
 from pylatexenc.latexwalker import LatexWalkerError
@@ -430,9 +430,8 @@ def chat_from_record(record: object) -> SavedChat | None:
         return None
 
 
-def _notes(records: Iterable[object]) -> tuple[ChatNote, ...]:
-    return tuple(ChatNote(int(after), kind, str(text)) for after, kind, text in records  # type: ignore[misc]  # unpacked from JSON, checked by the caller's except
-                 if kind in NOTE_KINDS)
+def _notes(records: Any) -> tuple[ChatNote, ...]:  # parsed JSON: a malformed note raises, for the caller to catch
+    return tuple(ChatNote(int(after), kind, str(text)) for after, kind, text in records if kind in NOTE_KINDS)
 
 
 def _versions(record: object, conversation: Conversation) -> AnswerVersions | None:
