@@ -165,9 +165,11 @@ def outcome_note(finished: LoopFinished, after_turn: int,
         return ChatNote(after_turn, "error", error_text(finished.error, finished.message, engine_failure))
     last = finished.conversation.turns[-1] if finished.conversation.turns else None
     if isinstance(last, AssistantTurn) and last.finish_reason == "length":
-        where = "while thinking" if not last.content else ""
-        return ChatNote(after_turn, "cut", f"The answer was cut off at the max tokens limit {where}".rstrip()
-                        + ". Raise Max tokens and press Regenerate, or ask to continue.")
+        if not last.content:  # nothing to go on from (SavedChat.to_continue)
+            return ChatNote(after_turn, "cut", "The answer was cut off at the max tokens limit while thinking. Raise "
+                            "Max tokens and press Regenerate.")
+        return ChatNote(after_turn, "cut", "The answer was cut off at the max tokens limit. Press → Continue to go "
+                        "on from there, or raise Max tokens and press Regenerate.")
     if isinstance(last, AssistantTurn) and last.finish_reason == "capped":
         return ChatNote(after_turn, "cut", CAPPED_TEXT)
     return None
