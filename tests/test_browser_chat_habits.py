@@ -87,6 +87,7 @@ def test_regenerate_keeps_both_answers_with_arrows_and_a_reload_keeps_them(app) 
     with chromium_page((1440, 900)) as page:
         signed_in(page, app.url, ALICE)
         page.locator("#m3-new-chat").click()
+        page.fill("#m3-max-tokens input", "4096")  # (the form opens with the last chat's settings)
         ask(page, "count to 12")
         answer = page.locator("#m3-chatbot .message.bot").first
         expect(answer).to_contain_text("11, 12.")
@@ -111,6 +112,7 @@ def test_each_message_shows_when_it_was_written_on_hover(app) -> None:
     with chromium_page((1440, 900)) as page:
         signed_in(page, app.url, ALICE)
         page.locator("#m3-new-chat").click()
+        page.fill("#m3-max-tokens input", "4096")
         ask(page, "count to 3")
         expect(page.locator("#m3-chatbot .message.bot").first).to_contain_text("1, 2, 3.")
         rows = page.locator("#m3-chatbot .message-row")
