@@ -49,6 +49,8 @@ def test_sixteen_concurrent_answers_stay_within_the_quota(link, ledger):
     assert bob.tokens <= quota, f"{bob.tokens} tokens used on a {quota}-token quota"
     assert answered and refused, "some answers fit the quota, the rest are refused"
     assert all("Daily token quota" in f.chat.notes[-1].text for f in refused)
+    assert all(f.chat.notes[-1].kind == "refused" and "Regenerate" not in f.chat.notes[-1].text for f in refused), \
+        "a refusal is not an error to retry (issue 26 #7)"
     assert bob.requests == len(answered) and ledger.held.total(ledger.accounts.get("bob").id) == 0
 
 

@@ -27,7 +27,6 @@ from m3ui.chat_session.live_answer import IN_FLIGHT_TEXT
 from m3ui.client import EndpointConfig
 from m3ui.conversation.library import ChatLibrary
 from m3ui.ui.chat.controller import ChatController
-from m3ui.ui.chat.following import LIVE_SLOTS
 from m3ui.ui.chat.server_library import ServerLibrary
 from tests.sse_replay import ReplayServer, answer_reply
 
@@ -69,8 +68,7 @@ def stored_records(store: AccountStore) -> list[dict[str, object]]:
 def test_a_streaming_answer_reaches_the_browsers_storage_about_once_a_second_then_settles():
     with answering() as chat:
         started = time.monotonic()
-        frames = [dict(zip(LIVE_SLOTS, values, strict=False))
-                  for values in chat.send(QUESTION, ChatLibrary.fresh(), *SETTINGS, request())]
+        frames = list(chat.send(QUESTION, ChatLibrary.fresh(), *SETTINGS, request()))
         took = time.monotonic() - started
     saves = [ChatLibrary.from_records(records_of(f)).active for f in frames if records_of(f)]
     question, *partials, final = saves
@@ -86,7 +84,7 @@ def test_an_app_killed_mid_answer_keeps_the_partial_answer_in_the_servers_chats(
     store, server_chats = bob(tmp_path)
     with answering(server_chats) as chat:
         request("bob")
-        answer = chat.send(QUESTION, chat.load(None)[0], *SETTINGS, request("bob"))
+        answer = chat.send(QUESTION, chat.load(None)["library"], *SETTINGS, request("bob"))
         started = time.monotonic()
         for _ in answer:  # the app is killed 1.5 s into the answer: no more of its code runs
             if time.monotonic() - started > 1.5:
@@ -106,8 +104,8 @@ def test_an_account_disabled_mid_answer_keeps_the_answer_saved_and_sees_no_inter
     with answering(server_chats) as chat:
         request("bob")
         frames = []
-        for values in chat.send(QUESTION, chat.load(None)[0], *SETTINGS, request("bob")):
-            frames.append(dict(zip(LIVE_SLOTS, values, strict=False)))
+        for values in chat.send(QUESTION, chat.load(None)["library"], *SETTINGS, request("bob")):
+            frames.append(values)
             if len(frames) == 3:
                 store.set_enabled("bob", False)  # the admin disables bob while his answer streams
         ended = frames[-1]

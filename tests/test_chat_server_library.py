@@ -4,6 +4,7 @@ ids in every input it takes, shows or changes that person's chats."""
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import replace
 
 import gradio as gr
@@ -42,12 +43,12 @@ def as_user(name: str) -> gr.Request:
 
 
 def controller(demo: gr.Blocks) -> ChatController:
-    return next(fn.fn.__self__ for fn in demo.fns.values() if isinstance(getattr(fn.fn, "__self__", None),
-                                                                          ChatController))
+    handlers = (inspect.unwrap(fn.fn) for fn in demo.fns.values() if fn.fn is not None)  # (keyed: view_slots)
+    return next(fn.__self__ for fn in handlers if isinstance(getattr(fn, "__self__", None), ChatController))
 
 
-def library_of(view: tuple[object, ...]) -> ChatLibrary:
-    return view[0]  # the "library" slot comes first
+def library_of(view: dict[str, object]) -> ChatLibrary:
+    return view["library"]
 
 
 def test_two_tabs_of_one_person_keep_both_versions(app):
@@ -98,7 +99,8 @@ def test_no_function_reaches_another_persons_chats(app):
             args = [None if isinstance(block, gr.State) else values[kind] for block in fn.inputs]
             request = as_user("carol")
             try:
-                result = fn.fn(*args, request=request) if "request" in fn.fn.__code__.co_varnames else fn.fn(*args)
+                takes_request = "request" in inspect.signature(fn.fn).parameters
+                result = fn.fn(*args, request=request) if takes_request else fn.fn(*args)
                 outputs = list(result) if hasattr(result, "__next__") else [result]
             except Exception:  # refused or unusable input: what matters is what reached bob's chats
                 outputs = []

@@ -176,8 +176,8 @@ def test_stop_during_a_step_ends_the_loop_as_cancelled_and_keeps_the_partial_ans
         assert server.client_disconnected.wait(2)
     final = events[-1]
     assert final.outcome == "cancelled"
-    assert final.conversation.turns[-1] == AssistantTurn("Part", stats=final.conversation.turns[-1].stats,
-                                                         finish_reason="cancelled")
+    last = final.conversation.turns[-1]
+    assert last == AssistantTurn("Part", stats=last.stats, finish_reason="cancelled", at=last.at)
 
 
 def test_dropping_the_loop_generator_mid_stream_disconnects_from_the_engine():

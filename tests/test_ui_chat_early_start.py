@@ -19,14 +19,12 @@ from m3ui.client.early_request import EarlyRequest
 from m3ui.client.events import ContentDelta, Finished
 from m3ui.conversation.library import ChatLibrary
 from m3ui.ui.chat.controller import FORM, ChatController
-from m3ui.ui.chat.following import LIVE_SLOTS
-from m3ui.ui.chat.view_slots import SLOTS
 from tests.sse_replay import ReplayServer, SseReply, answer_reply, chunk
 from tests.test_ui_chat_handlers import answer, request
 
 PAGE = "pageTicket-0123456789abcdef"
 FORM_VALUES = ("disabled", 0.6, 0.95, 4096, 60, False, "Be brief.")
-LIBRARY = SLOTS.index("library")
+LIBRARY = "library"
 
 
 def page_form(text: str, **changes: object) -> dict[str, object]:
@@ -223,5 +221,5 @@ def test_with_the_channel_open_the_question_goes_first_on_it_and_gradios_first_f
     assert seen[0][0] == "channel" and seen[0][1] == 0 and seen[0][2][0] == "Hello?"  # the question, at once
     first_gradio = next(i for i, item in enumerate(seen) if item[0] == "gradio")
     assert any("Soon" in text for item in seen[:first_gradio] for text in item[2]), seen[:first_gradio]
-    outbox = dict(zip(LIVE_SLOTS, seen[first_gradio][1][:-1], strict=True))["outbox"]  # (and the Following)
+    outbox = seen[first_gradio][1]["outbox"]
     assert ChatLibrary.from_records(outbox).active.conversation.turns[0].content == "Hello?"  # still saved first

@@ -19,8 +19,7 @@ from tests.sse_replay import ReplayServer, SseReply, answer_reply, chunk
 # thinking, temperature, top-p, max tokens, stall limit, keep reasoning, system prompt
 SETTINGS = ("enabled", 0.6, 0.95, 4096, 60, False, "Be brief.", "")  # and no live channel (an API client)
 SKIP = gr.skip()
-LIBRARY, OUTBOX, CHATBOT, MESSAGE, SEND, STOP = (SLOTS.index(name) for name in
-                                                 ("library", "outbox", "chatbot", "message", "send", "stop"))
+LIBRARY, OUTBOX, CHATBOT, MESSAGE, SEND, STOP = "library", "outbox", "chatbot", "message", "send", "stop"
 
 
 def controller(server: ReplayServer | None) -> ChatController:
@@ -32,24 +31,30 @@ def request(session: str = "page-1") -> gr.Request:
     return gr.Request(session_hash=session)
 
 
-def answer(chat: ChatController, stream, finished: list | None = None) -> list[tuple[object, ...]]:
-    """What the page gets: an answer handler's updates (as values of the whole view: the slots it does not set
-    skipped), then what it shows once `finish`, chained after it in chat_view, ran: the value finish sets, else
-    the last one set before. `finished` receives finish's own values."""
+def whole(values: dict[str, object]) -> dict[str, object]:
+    """A handler's values as the whole view: the slots it leaves out skipped (Gradio leaves them as they are)."""
+    return {name: values.get(name, SKIP) for name in SLOTS}
+
+
+def answer(chat: ChatController, stream, finished: dict | None = None) -> list[dict[str, object]]:
+    """What the page gets: an answer handler's updates (as values of the whole view), then what it shows once
+    `finish`, chained after it in chat_view, ran: the value finish sets, else the last one set before. `finished`
+    receives finish's own values."""
     updates, following = [], None
-    for *values, handed in stream:
-        updates.append(tuple(dict(zip(LIVE_SLOTS, values, strict=True)).get(name, SKIP) for name in SLOTS))
-        following = following if handed == SKIP else handed
-    *done, _ = chat.finish(following, request())
+    for values in stream:
+        assert set(values) <= {*LIVE_SLOTS, "following"}, f"an answer's frame sets {set(values)}"
+        updates.append(whole(values))
+        following = values.get("following", following)
+    done = whole(chat.finish(following, request()))
     if finished is not None:
-        finished.extend(done)
-    last = [next((u[i] for u in reversed(updates) if u[i] != SKIP), SKIP) for i in range(len(SLOTS))]
-    return [*updates, tuple(value if value != SKIP else before for value, before in zip(done, last, strict=True))]
+        finished.update(done)
+    last = {name: next((u[name] for u in reversed(updates) if u[name] != SKIP), SKIP) for name in SLOTS}
+    return [*updates, {name: value if value != SKIP else last[name] for name, value in done.items()}]
 
 
 def test_send_streams_frames_that_touch_only_the_chatbot_then_saves_the_answer():
     with ReplayServer([answer_reply("The answer is 42." * 20, reasoning="six sevens", delay_s=0.003)]) as server:
-        chat, finished = controller(server), []
+        chat, finished = controller(server), {}
         updates = answer(chat, chat.send("What is 6*7?", ChatLibrary.fresh(), *SETTINGS, request()), finished)
         body = server.requests[0]
     started, *frames, final = updates
@@ -61,11 +66,11 @@ def test_send_streams_frames_that_touch_only_the_chatbot_then_saves_the_answer()
     ended = frames.pop()  # the answer saved, the page idle
     for frame in frames:  # the storage box is None between its writes: a skip costs Gradio a component per frame
         assert frame[CHATBOT] != SKIP and frame[OUTBOX] is None
-        assert all(value == SKIP for i, value in enumerate(frame) if i not in (CHATBOT, OUTBOX))
+        assert all(value == SKIP for name, value in frame.items() if name not in (CHATBOT, OUTBOX))
     assert ended[OUTBOX] != SKIP, "saved by the stream: an API client runs no finish"
     assert ended[SEND] == SKIP and finished[SEND]["visible"] is True, "idle with the whole view, not before"
     assert finished[CHATBOT] == SKIP and finished[OUTBOX] == SKIP, "finish redraws no message and saves nothing again"
-    library = final[0]
+    library = final[LIBRARY]
     saved = library.active
     assert saved.conversation.system_prompt == "Be brief." and saved.title == "What is 6*7?"
     assert saved.conversation.turns[-1].content == "The answer is 42." * 20
@@ -106,10 +111,10 @@ def test_the_engine_not_ready_keeps_the_message_in_the_chat_with_a_retry_hint():
 def test_regenerate_answers_the_last_question_again():
     with ReplayServer([answer_reply("first"), answer_reply("second")]) as server:
         chat = controller(server)
-        library = answer(chat, chat.send("Tell me", ChatLibrary.fresh(), *SETTINGS, request()))[-1][0]
+        library = answer(chat, chat.send("Tell me", ChatLibrary.fresh(), *SETTINGS, request()))[-1][LIBRARY]
         final = answer(chat, chat.regenerate(library, *SETTINGS, request()))[-1]
         assert len(server.requests) == 2 and server.requests[1]["messages"][-1]["content"] == "Tell me"
-    turns = final[0].active.conversation.turns
+    turns = final[LIBRARY].active.conversation.turns
     assert [t.content for t in turns] == ["Tell me", "second"]
 
 
@@ -119,7 +124,7 @@ def test_stop_from_another_request_ends_the_answer_with_the_text_so_far():
         chat = controller(server)
         updates = chat.send("count", ChatLibrary.fresh(), *SETTINGS, request())
         for update in updates:
-            if update[CHATBOT] != SKIP and any("1, 2, 3" in str(m.content) for m in update[CHATBOT]):
+            if update.get(CHATBOT, SKIP) != SKIP and any("1, 2, 3" in str(m.content) for m in update[CHATBOT]):
                 break
         threading.Thread(target=chat.stop, args=(request(),)).start()
         final = list(updates)[-1]
@@ -142,11 +147,11 @@ def test_streaming_listeners_have_no_concurrency_limit_of_one(tmp_path):
     finally:
         services.close()
     streaming = [fn for fn in demo.fns.values() if fn.fn is not None and getattr(fn.fn, "__name__", "") in
-                 ("send", "regenerate", "edit", "retry_from")]
-    assert len(streaming) >= 5  # the chat tab's four and the tools tab's
+                 ("send", "regenerate", "edit", "retry_from", "continue_answer")]
+    assert len(streaming) >= 6  # the chat tab's five and the tools tab's
     assert all(fn.concurrency_limit is None for fn in streaming)
     chat_answers = [fn for fn in streaming if "chat" in fn.fn.__module__]
-    assert len(chat_answers) == 4 and all(len(fn.outputs) == len(LIVE_SLOTS) + 1 for fn in chat_answers), \
+    assert len(chat_answers) == 5 and all(len(fn.outputs) == len(LIVE_SLOTS) + 1 for fn in chat_answers), \
         "an answer's frames carry the live slots alone: Gradio builds a component for each output they skip"
     buttons_or_box = [type(output).__name__ for fn in chat_answers for output in fn.outputs
                       if isinstance(output, gr.Button | gr.Textbox)]
@@ -157,7 +162,7 @@ def test_streaming_listeners_have_no_concurrency_limit_of_one(tmp_path):
 def test_pages_that_never_loaded_a_library_each_get_their_own():
     chat = controller(None)
     one, two = (answer(chat, chat.send("hi", None, *SETTINGS, request(s)))[-1] for s in ("a", "b"))
-    assert one[0].active_id != two[0].active_id
+    assert one[LIBRARY].active_id != two[LIBRARY].active_id
 
 
 @pytest.mark.parametrize("keep", [False, True])
@@ -165,7 +170,7 @@ def test_earlier_reasoning_goes_back_to_the_model_only_when_asked(keep):
     settings = (*SETTINGS[:5], keep, *SETTINGS[6:])
     with ReplayServer([answer_reply("42", reasoning="six sevens"), answer_reply("ok")]) as server:
         chat = controller(server)
-        library = answer(chat, chat.send("6*7?", ChatLibrary.fresh(), *settings, request()))[-1][0]
+        library = answer(chat, chat.send("6*7?", ChatLibrary.fresh(), *settings, request()))[-1][LIBRARY]
         answer(chat, chat.send("thanks", library, *settings, request()))
         earlier = server.requests[1]["messages"][2]
     assert earlier["role"] == "assistant" and earlier["content"] == "42"
@@ -196,8 +201,8 @@ def test_a_handler_with_nothing_to_do_leaves_every_component_as_it_was(handler):
     chat = controller(None)
     updates = answer(chat, chat.send("   ", ChatLibrary.fresh(), *SETTINGS, request()) if handler == "send"
                      else chat.regenerate(ChatLibrary.fresh(), *SETTINGS, request()))
-    assert updates and all(value == SKIP for update in updates for i, value in enumerate(update)
-                           if i not in (SEND, STOP))
+    assert updates and all(value == SKIP for update in updates for name, value in update.items()
+                           if name not in (SEND, STOP))
     assert updates[-1][SEND] == {"__type__": "update", "visible": True}
     assert updates[-1][STOP] == {"__type__": "update", "visible": False}
 
@@ -222,7 +227,7 @@ def test_a_question_refused_while_an_answer_streams_goes_back_in_the_box_and_the
         assert server.client_disconnected.wait(5)
     assert refused[-1][MESSAGE] == "and then?"
     assert refused[-1][SEND] == refused[-1][STOP] == SKIP, "the running answer's finish turns the page idle"
-    assert all(value == SKIP for i, value in enumerate(refused[-1]) if i != MESSAGE)
+    assert all(value == SKIP for name, value in refused[-1].items() if name != MESSAGE)
 
 
 def test_stall_limit_from_the_form_is_checked_before_sending():
@@ -243,7 +248,7 @@ def test_editing_an_earlier_question_resends_from_there_and_undo_brings_the_old_
         assert [m["content"] for m in server.requests[2]["messages"][1:]] == ["FIRST"]
     edited = final[LIBRARY]
     assert [t.content for t in edited.active.conversation.turns] == ["FIRST", "B1"]
-    assert final[SLOTS.index("undo")]["visible"] is True
+    assert final["undo"]["visible"] is True
     restored = chat.undo(edited)[LIBRARY]
     assert [t.content for t in restored.active.conversation.turns] == ["first", "A1", "second", "A2"]
 
@@ -253,8 +258,9 @@ def test_retry_from_a_chosen_question_and_removing_one_exchange():
         chat = controller(server)
         library = answered(chat, "first", "second")
         shown = chat.show(library)[CHATBOT]
-        turn, actions, _ = chat.select(library, gr.SelectData(None, {"index": 1, "value": shown[1].content}))
-        assert turn == 0 and actions["visible"] is True  # a click on the first answer picks the first question
+        picked = chat.select(library, gr.SelectData(None, {"index": 1, "value": shown[1].content}))
+        turn = picked["selected"]  # a click on the first answer picks the first question
+        assert turn == 0 and picked["message_actions"]["visible"] is True
         final = answer(chat, chat.retry_from(library, turn, *SETTINGS, request()))[-1]
     assert [t.content for t in final[LIBRARY].active.conversation.turns] == ["first", "A1 again"]
     removed = chat.delete_exchange(library, 0)[LIBRARY]
@@ -263,7 +269,7 @@ def test_retry_from_a_chosen_question_and_removing_one_exchange():
 
 def test_a_message_typed_while_an_answer_streams_is_not_wiped_when_it_ends():
     with ReplayServer([answer_reply("done")]) as server:
-        chat, finished = controller(server), []
+        chat, finished = controller(server), {}
         updates = answer(chat, chat.send("q", ChatLibrary.fresh(), *SETTINGS, request()), finished)
     assert all(update[MESSAGE] == SKIP for update in updates) and finished[MESSAGE] == SKIP
 

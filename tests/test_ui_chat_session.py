@@ -82,8 +82,8 @@ def test_stop_disconnects_from_the_server_and_keeps_the_partial_answer_with_a_no
         assert time.monotonic() - started < 3
         assert server.client_disconnected.wait(5), "the engine must see the disconnect (and abort the request)"
     assert final.done
-    assert final.chat.conversation.turns[-1] == AssistantTurn("1, 2, 3", "", (), final.chat.conversation.turns[-1]
-                                                              .stats, "cancelled")
+    last = final.chat.conversation.turns[-1]
+    assert last == AssistantTurn("1, 2, 3", "", (), last.stats, "cancelled", last.at) and last.at is not None
     assert [(n.kind, n.after_turn) for n in final.chat.notes] == [("stopped", 1)]
     assert not runner.runs.running("s1")
 
@@ -151,7 +151,7 @@ def test_text_received_before_a_broken_stream_is_kept():
     with ReplayServer([reply]) as server:
         final = list(runner_for(server).answer("s1", AnswerRequest(QUESTION, SETTINGS)))[-1]
     turns = final.chat.conversation.turns
-    assert turns[-1] == AssistantTurn("The answer is", "hmm")
+    assert turns[-1] == AssistantTurn("The answer is", "hmm", at=turns[-1].at) and turns[-1].at is not None
     assert final.chat.notes[0].kind == "error" and final.chat.notes[0].after_turn == 1
 
 

@@ -173,6 +173,7 @@
     // The bar closed (or never opened: a click on an answer being written): nothing is selected any more.
     if (!visible($("#m3-message-actions")) && Date.now() - selectedAt > 2000) selected = -1;
     highlight();
+    stamp();
     if (streaming()) return;
     if (!syncWanted && seen !== null && Date.now() - lastLook > 1000) {
       lastLook = Date.now();
@@ -184,5 +185,16 @@
     }
   }, 300);
 
-  window.m3uiChats = { read, write, download, toggleDrawer: () => toggleDrawer() };
+  // When each message was written (ISO times from the server, one per message row), shown in the reader's own
+  // time when the pointer rests on the message; reapplied as the chat box redraws its rows.
+  let times = [];
+  function stamp() {
+    document.querySelectorAll(ROWS).forEach((row, i) => {
+      const at = times[i] ? new Date(times[i]).toLocaleString([], { dateStyle: "medium", timeStyle: "short" }) : "";
+      if (row.title !== at) row.title = at;
+    });
+  }
+
+  window.m3uiChats = { read, write, download, toggleDrawer: () => toggleDrawer(),
+                       times: (value) => { times = Array.isArray(value) ? value : []; stamp(); } };
 })();

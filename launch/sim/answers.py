@@ -10,8 +10,9 @@ and otherwise says what it can do instead of pretending to be MiniMax-M3.
 from __future__ import annotations
 
 import json
+import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from launch.sim.arithmetic import (
@@ -181,6 +182,13 @@ def _comparison_reply(comparison: Comparison, values: tuple[Number, Number], lea
     return Reply(reasoning, content, thinks=True)
 
 
+def _continued(reply: Reply, written: str) -> Reply:
+    """What follows `written` (the start of the answer, sent back to be continued): the scripted answer past the
+    part they share. The thinking is over: sglang-kt appends `written` after the generation prompt."""
+    shared = len(os.path.commonprefix([reply.content, written]))
+    return Reply(None, reply.content[shared:], thinks=False)
+
+
 def _count_reply(limit: int) -> Reply:
     limit = min(limit, MAX_COUNT)
     return Reply(f"The user wants me to count to {limit}; that's a long but simple list.",
@@ -188,7 +196,10 @@ def _count_reply(limit: int) -> Reply:
 
 
 def plan_reply(conv: Conversation) -> Reply:
-    """The reply to the conversation's latest turn."""
+    """The reply to the conversation's latest turn; a trailing assistant turn (kept only with
+    `continue_final_message`) is continued: the rest of its scripted reply."""
+    if conv.turns and conv.turns[-1].role == "assistant":
+        return _continued(plan_reply(replace(conv, turns=conv.turns[:-1])), conv.turns[-1].text)
     results = conv.tool_results
     use_tools = bool(conv.tools) and conv.tool_choice != "none"
     if results and not (use_tools and conv.tool_choice in ("required", "named")):

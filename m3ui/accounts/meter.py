@@ -66,7 +66,7 @@ class MeteredStream:
 
     def _events(self) -> Iterator[StreamEvent]:
         if self._stream is None:
-            yield StreamError("http", 429, self._refusal or "the daily token quota is used up")
+            yield StreamError("refused", 429, self._refusal or "the daily token quota is used up")
             return
         usage: tuple[int, int] | None = None
         pieces = 0

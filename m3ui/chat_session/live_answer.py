@@ -127,7 +127,7 @@ class LiveAnswer:
         content, reasoning = "".join(v.content for v in views), "".join(v.reasoning for v in views)
         if not (content or reasoning):
             return chat
-        conversation = chat.conversation.add(AssistantTurn(content, reasoning))
+        conversation = chat.conversation.add_answer(AssistantTurn(content, reasoning, at=time.time()))
         return chat.with_conversation(conversation).add_notes(
             ChatNote(len(conversation.turns) - 1, "cut", IN_FLIGHT_TEXT))
 
@@ -141,7 +141,7 @@ class LiveAnswer:
         conversation = finished.conversation
         if finished.outcome == "error" and self._steps and not self._steps[-1].view().empty:
             partial = self._steps[-1].view()
-            conversation = conversation.add(AssistantTurn(partial.content, partial.reasoning))
+            conversation = conversation.add_answer(AssistantTurn(partial.content, partial.reasoning, at=time.time()))
         turns = conversation.turns
         last = turns[-1] if turns else None
         if isinstance(last, AssistantTurn) and not (last.content or last.reasoning or last.tool_calls):
@@ -159,13 +159,17 @@ def outcome_note(finished: LoopFinished, after_turn: int,
     if finished.outcome == "step_limit":
         return ChatNote(after_turn, "cut", f"{finished.message[:1].upper()}{finished.message[1:]}. Raise the step "
                         "limit and press Regenerate, or ask a narrower question.")
+    if finished.outcome == "error" and finished.error is not None and finished.error.kind == "refused":
+        return ChatNote(after_turn, "refused", finished.error.message)  # in the quota's words, without a retry hint
     if finished.outcome == "error":
         return ChatNote(after_turn, "error", error_text(finished.error, finished.message, engine_failure))
     last = finished.conversation.turns[-1] if finished.conversation.turns else None
     if isinstance(last, AssistantTurn) and last.finish_reason == "length":
-        where = "while thinking" if not last.content else ""
-        return ChatNote(after_turn, "cut", f"The answer was cut off at the max tokens limit {where}".rstrip()
-                        + ". Raise Max tokens and press Regenerate, or ask to continue.")
+        if not last.content:  # nothing to go on from (SavedChat.to_continue)
+            return ChatNote(after_turn, "cut", "The answer was cut off at the max tokens limit while thinking. Raise "
+                            "Max tokens and press Regenerate.")
+        return ChatNote(after_turn, "cut", "The answer was cut off at the max tokens limit. Press → Continue to go "
+                        "on from there, or raise Max tokens and press Regenerate.")
     if isinstance(last, AssistantTurn) and last.finish_reason == "capped":
         return ChatNote(after_turn, "cut", CAPPED_TEXT)
     return None

@@ -122,7 +122,7 @@ class ChatRunner:
         if self.runs.running(session):
             raise SessionBusy("an answer is still streaming: stop it first")
         if self._meter is not None and (refusal := self._meter.refusal(request.user)):
-            return ChatNote(len(request.chat.conversation.turns) - 1, "error", refusal)
+            return ChatNote(len(request.chat.conversation.turns) - 1, "refused", refusal)
         endpoint = self._endpoint()
         if endpoint is None:
             return not_ready_note(len(request.chat.conversation.turns) - 1, self._engine_label())

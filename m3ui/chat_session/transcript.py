@@ -45,6 +45,7 @@ class StepView:
     stats: StreamStats | None = None
     finish_reason: FinishReason | None = None
     remarks: tuple[str, ...] = ()  # info notes shown with the stats
+    at: float | None = None  # when it was answered (a saved turn's time; None while it streams)
 
     @property
     def empty(self) -> bool:
@@ -71,6 +72,7 @@ class StepView:
 @dataclass(frozen=True)
 class QuestionView:
     text: str
+    at: float | None = None  # when it was asked
 
 
 TranscriptItem = QuestionView | StepView | ChatNote
@@ -79,7 +81,8 @@ TranscriptItem = QuestionView | StepView | ChatNote
 def step_from_turn(turn: AssistantTurn, results: dict[str, ToolResult], remarks: tuple[str, ...] = ()) -> StepView:
     calls = tuple(CallView.settled(call, results.get(call.id)) for call in turn.tool_calls)
     thinking_s = turn.stats.thinking_s if turn.stats else None
-    return StepView(turn.reasoning, turn.content, False, thinking_s, calls, turn.stats, turn.finish_reason, remarks)
+    return StepView(turn.reasoning, turn.content, False, thinking_s, calls, turn.stats, turn.finish_reason, remarks,
+                    turn.at)
 
 
 def transcript(chat: SavedChat) -> tuple[TranscriptItem, ...]:
@@ -91,7 +94,7 @@ def transcript(chat: SavedChat) -> tuple[TranscriptItem, ...]:
     for index, turn in enumerate(turns):
         notes = [n for n in chat.notes if n.after_turn == index]
         if isinstance(turn, UserTurn):
-            items.append(QuestionView(turn.content))
+            items.append(QuestionView(turn.content, turn.at))
         elif isinstance(turn, AssistantTurn):
             remarks = tuple(n.text for n in notes if n.kind == "info")
             items.append(step_from_turn(turn, results, remarks))

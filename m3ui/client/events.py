@@ -14,7 +14,8 @@ FinishReason = Literal["stop", "length", "tool_calls", "cancelled", "capped"]
 # http: the engine answered with an error status; stream: it reported an error or ended oddly mid-stream;
 # dropped: the connection closed mid-answer; abort: it aborted the request; connection: it cannot be reached;
 # protocol: what it sent is not a chat stream; stall: it sent nothing for longer than the stall limit.
-ErrorKind = Literal["http", "stream", "dropped", "abort", "connection", "protocol", "stall"]
+# refused: not sent at all, by m3ui itself (the person's quota: m3ui.accounts.meter); retrying cannot help
+ErrorKind = Literal["http", "stream", "dropped", "abort", "connection", "protocol", "stall", "refused"]
 
 
 @dataclass(frozen=True)

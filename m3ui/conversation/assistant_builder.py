@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from m3ui.client.events import (
     ContentDelta,
     Finished,
@@ -46,4 +48,4 @@ class AssistantTurnBuilder:
         return "".join(self._reasoning)
 
     def build(self) -> AssistantTurn:
-        return AssistantTurn(self.content, self.reasoning, self._calls, self._stats, self._finish_reason)
+        return AssistantTurn(self.content, self.reasoning, self._calls, self._stats, self._finish_reason, time.time())

@@ -62,12 +62,22 @@ def to_json(conversation: Conversation) -> str:
 
 def _turn_record(turn: Turn) -> dict[str, object]:
     if isinstance(turn, UserTurn):
-        return {"role": "user", "content": turn.content}
+        return {"role": "user", "content": turn.content, **_at(turn.at)}
     if isinstance(turn, ToolTurn):
         return {"role": "tool", **asdict(turn.result)}
     calls = [{"index": c.index, "id": c.id, "name": c.name, "arguments": c.arguments_json} for c in turn.tool_calls]
     return {"role": "assistant", "content": turn.content, "reasoning": turn.reasoning, "tool_calls": calls,
-            "stats": asdict(turn.stats) if turn.stats else None, "finish_reason": turn.finish_reason}
+            "stats": asdict(turn.stats) if turn.stats else None, "finish_reason": turn.finish_reason, **_at(turn.at)}
+
+
+def _at(at: float | None) -> dict[str, float]:
+    """A turn's time, left out when unknown (a chat saved before times were kept keeps its record as it was)."""
+    return {} if at is None else {"at": at}
+
+
+def _time(record: dict[str, Any]) -> float | None:
+    at = record.get("at")
+    return float(at) if isinstance(at, int | float) and not isinstance(at, bool) else None
 
 
 def from_json(text: str) -> Conversation:
@@ -86,7 +96,7 @@ def from_json(text: str) -> Conversation:
 def _turn_from_record(record: dict[str, Any]) -> Turn:  # parsed JSON
     role = record["role"]
     if role == "user":
-        return UserTurn(str(record["content"]))
+        return UserTurn(str(record["content"]), _time(record))
     if role == "tool":
         names = {field.name for field in fields(ToolResult)}
         return ToolTurn(ToolResult(**{key: value for key, value in record.items() if key in names}))
@@ -96,4 +106,4 @@ def _turn_from_record(record: dict[str, Any]) -> Turn:  # parsed JSON
                   for c in record.get("tool_calls") or ())
     stats = StreamStats(**record["stats"]) if record.get("stats") else None
     return AssistantTurn(str(record.get("content", "")), str(record.get("reasoning", "")), calls, stats,
-                         record.get("finish_reason"))
+                         record.get("finish_reason"), _time(record))

@@ -18,7 +18,7 @@ import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from pylatexenc.latex2text import LatexNodes2Text
 from pylatexenc.latexwalker import LatexWalkerError
@@ -27,6 +27,7 @@ from m3ui.conversation import (
     AssistantTurn,
     Conversation,
     ConversationFormatError,
+    Turn,
     UserTurn,
     from_json,
     to_json,
@@ -38,13 +39,14 @@ log = logging.getLogger(__name__)
 
 # error: the answer failed; stopped: the user stopped it; cut: max_tokens or the step limit ended it;
 # info: a remark on the answer above (e.g. its GPU hit rate), shown with its stats.
-NoteKind = Literal["error", "stopped", "cut", "info"]
+NoteKind = Literal["error", "stopped", "cut", "info", "refused"]  # refused: nothing was sent (a quota); no retry
 NOTE_KINDS: tuple[NoteKind, ...] = get_args(NoteKind)
 DEFAULT_TITLE = "New chat"
 TITLE_CHARS = 40
 RECORD_VERSION = 1
 MAX_CHATS = 1000  # read from one browser; beyond that the oldest are left in storage, unread
 EXPORT_MAX_CHARS = 8_000_000  # an export is built in memory and sent to the page: bounded
+MAX_VERSIONS = 10  # versions of one answer kept (a chat's record is bounded): past that the oldest goes
 # The generation settings a chat was last answered with (its thinking mode, sampling, limits): name -> the type
 # its value has. They come back with the chat; the UI checks them again before any use.
 CHAT_SETTINGS: dict[str, type] = {"thinking_mode": str, "temperature": float, "top_p": float, "max_tokens": int,
@@ -63,6 +65,30 @@ class ChatNote:
 
 
 @dataclass(frozen=True)
+class AnswerVersion:
+    """One answer to a question: every turn after it (steps, tool calls and results) and the notes after those,
+    each note's `after_turn` counted from the question (0: right after it)."""
+
+    turns: tuple[Turn, ...]
+    notes: tuple[ChatNote, ...]
+
+
+@dataclass(frozen=True)
+class AnswerVersions:
+    """The other answers to the last question (Regenerate keeps the one it replaces; ‹ › shows any of them).
+    They belong to that question only: once the chat moves on (a new question, an edit) they are dropped and the
+    answer shown stays."""
+
+    question: int  # the turn index of the question
+    others: tuple[AnswerVersion, ...]  # every version but the one shown, oldest first
+    shown: int  # where the shown one sits among all of them (0-based)
+
+    @property
+    def count(self) -> int:
+        return len(self.others) + 1
+
+
+@dataclass(frozen=True)
 class SavedChat:
     id: str
     title: str = DEFAULT_TITLE
@@ -70,6 +96,7 @@ class SavedChat:
     notes: tuple[ChatNote, ...] = ()
     updated_at: float = 0.0
     settings: Mapping[str, object] = field(default_factory=dict)  # see CHAT_SETTINGS; empty: never answered
+    versions: AnswerVersions | None = None  # of the last answer
 
     def with_settings(self, settings: Mapping[str, object]) -> SavedChat:
         """The chat with the settings its next answer is asked with (anything not in CHAT_SETTINGS dropped)."""
@@ -81,8 +108,52 @@ class SavedChat:
         if title == DEFAULT_TITLE:
             first = next((t.content for t in conversation.turns if isinstance(t, UserTurn)), "")
             title = title_from(first) or title
-        return replace(self, title=title, conversation=conversation,
+        return replace(self, title=title, conversation=conversation, versions=self._versions_for(conversation),
                        notes=self.notes if notes is None else notes, updated_at=time.time())
+
+    def _versions_for(self, conversation: Conversation) -> AnswerVersions | None:
+        """The versions, while `conversation`'s last question is still the one they answer."""
+        versions = self.versions
+        return versions if versions is not None and versions.question == conversation.last_user_index() else None
+
+    def _answer(self, question: int) -> AnswerVersion:
+        """What follows the question at turn index `question`, as a version."""
+        return AnswerVersion(self.conversation.turns[question + 1:],
+                             tuple(replace(n, after_turn=n.after_turn - question) for n in self.notes
+                                   if n.after_turn >= question))
+
+    def _all_versions(self) -> tuple[AnswerVersion, ...]:
+        """Every answer to the last question in order, the one shown included."""
+        question = self.conversation.last_user_index()
+        shown = self._answer(question)
+        if self.versions is None:
+            return (shown,)
+        others = self.versions.others
+        return (*others[:self.versions.shown], shown, *others[self.versions.shown:])
+
+    def regenerating(self) -> SavedChat | None:
+        """As before_last_answer, with the answer dropped kept as a version; the new one will come last."""
+        cut = self.before_last_answer()
+        if cut is None:
+            return None
+        kept = tuple(v for v in self._all_versions() if v.turns or v.notes)[-(MAX_VERSIONS - 1):]
+        question = self.conversation.last_user_index()
+        return replace(cut, versions=AnswerVersions(question, kept, len(kept)) if kept else None)
+
+    def showing_version(self, position: int) -> SavedChat:
+        """The last question's answer number `position` (0-based, clamped) shown; the one shown before is kept."""
+        if self.versions is None:
+            return self
+        every = self._all_versions()
+        position = max(0, min(position, len(every) - 1))
+        question = self.versions.question
+        chosen = every[position]
+        turns = self.conversation.turns[:question + 1] + chosen.turns
+        notes = tuple(n for n in self.notes if n.after_turn < question) + tuple(
+            replace(n, after_turn=n.after_turn + question) for n in chosen.notes)
+        versions = AnswerVersions(question, every[:position] + every[position + 1:], position)
+        return replace(self, conversation=Conversation(turns, self.conversation.system_prompt), notes=notes,
+                       versions=versions, updated_at=time.time())
 
     def add_notes(self, *notes: ChatNote) -> SavedChat:
         return replace(self, notes=self.notes + notes)
@@ -95,6 +166,16 @@ class SavedChat:
             return None
         kept = Conversation(self.conversation.turns[: last + 1], self.conversation.system_prompt)
         return replace(self, conversation=kept, notes=tuple(n for n in self.notes if n.after_turn < last))
+
+    def to_continue(self) -> SavedChat | None:
+        """The chat ready to continue its last answer, which was cut short (max tokens, a stop): without the note
+        that said so. None when the last answer was not cut short or has no text to go on from."""
+        turns = self.conversation.turns
+        last = turns[-1] if turns else None
+        ended = [n for n in self.notes if n.after_turn == len(turns) - 1 and n.kind in ("cut", "stopped")]
+        if not (isinstance(last, AssistantTurn) and last.content and not last.tool_calls and ended):
+            return None
+        return replace(self, notes=tuple(n for n in self.notes if n not in ended))
 
     def cleared(self) -> SavedChat:
         return self._cut(0)
@@ -126,13 +207,13 @@ class SavedChat:
         notes = tuple(n if n.after_turn < turn_index else replace(n, after_turn=n.after_turn - removed)
                       for n in self.notes if not turn_index <= n.after_turn < end)
         kept = Conversation(turns[:turn_index] + turns[end:], self.conversation.system_prompt)
-        return replace(self, conversation=kept, notes=notes, updated_at=time.time())
+        return replace(self, conversation=kept, notes=notes, versions=self._versions_for(kept), updated_at=time.time())
 
     def _cut(self, keep: int) -> SavedChat:
         """The first `keep` turns and the notes that follow them."""
         kept = Conversation(self.conversation.turns[:keep], self.conversation.system_prompt)
         return replace(self, conversation=kept, notes=tuple(n for n in self.notes if n.after_turn < keep),
-                       updated_at=time.time())
+                       versions=self._versions_for(kept), updated_at=time.time())
 
     def matches(self, query: str) -> bool:
         """Whether the title or any text of the chat contains `query` (case-insensitive)."""
@@ -323,6 +404,10 @@ def chat_record(chat: SavedChat) -> dict[str, object]:
               "notes": [[n.after_turn, n.kind, n.text] for n in chat.notes]}
     if chat.settings:  # absent from a chat never answered: its record (and hash) is as before settings were kept
         record["settings"] = dict(chat.settings)
+    if chat.versions is not None:  # absent too while there is one answer
+        record["versions"] = {"question": chat.versions.question, "shown": chat.versions.shown, "others": [
+            {"conversation": json.loads(to_json(Conversation(v.turns))),
+             "notes": [[n.after_turn, n.kind, n.text] for n in v.notes]} for v in chat.versions.others]}
     text = json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8", "replace").decode("utf-8")
     return {**json.loads(text), "hash": hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]}
 
@@ -337,13 +422,33 @@ def chat_from_record(record: object) -> SavedChat | None:
         if not CHAT_ID.fullmatch(chat_id):
             raise ValueError(f"unusable chat id {chat_id[:80]!r}")
         conversation = from_json(json.dumps(record["conversation"]))
-        notes = tuple(ChatNote(int(after), kind, str(text)) for after, kind, text in record.get("notes", ())
-                      if kind in NOTE_KINDS)
         return SavedChat(chat_id, title_from(str(record.get("title", ""))) or DEFAULT_TITLE,
-                         conversation, notes, float(record.get("updated_at", 0.0)),
-                         chat_settings(record.get("settings")))
+                         conversation, _notes(record.get("notes", ())), float(record.get("updated_at", 0.0)),
+                         chat_settings(record.get("settings")), _versions(record.get("versions"), conversation))
     except (ConversationFormatError, KeyError, TypeError, ValueError) as exc:
         log.warning("skipping a saved chat that cannot be read: %s", exc)
+        return None
+
+
+def _notes(records: Any) -> tuple[ChatNote, ...]:  # parsed JSON: a malformed note raises, for the caller to catch
+    return tuple(ChatNote(int(after), kind, str(text)) for after, kind, text in records if kind in NOTE_KINDS)
+
+
+def _versions(record: object, conversation: Conversation) -> AnswerVersions | None:
+    """A record's answer versions; unreadable ones (or ones for another question) are dropped, not the chat."""
+    if record is None:
+        return None
+    try:
+        if not isinstance(record, Mapping) or not isinstance(record["others"], list):
+            raise TypeError("not an object with a list of versions")
+        others = tuple(AnswerVersion(from_json(json.dumps(v["conversation"])).turns, _notes(v["notes"]))
+                       for v in record["others"][:MAX_VERSIONS])
+        question, shown = int(record["question"]), int(record["shown"])
+        if not others or question != conversation.last_user_index() or not 0 <= shown <= len(others):
+            raise ValueError("versions of another question")
+        return AnswerVersions(question, others, shown)
+    except (ConversationFormatError, KeyError, TypeError, ValueError) as exc:
+        log.warning("dropping a saved chat's answer versions that cannot be read: %s", exc)
         return None
 
 

@@ -135,7 +135,7 @@ class ToolLoop:
                 yield LoopFinished("error", conversation, builder.error.message, builder.error)
                 return
             turn = builder.build()
-            conversation = conversation.add(turn)
+            conversation = conversation.add_answer(turn)  # (appended to the answer it continues, if any)
             if turn.finish_reason == "cancelled":
                 yield LoopFinished("cancelled", conversation, "stopped by the user")
                 return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from m3ui.client.events import FinishReason, StreamStats, ToolCall
@@ -15,6 +16,7 @@ from m3ui.tools.result import ToolResult
 @dataclass(frozen=True)
 class UserTurn:
     content: str
+    at: float | None = None  # when it was asked (epoch seconds; None in chats saved before times were kept)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "content", safe_text(self.content))
@@ -27,6 +29,7 @@ class AssistantTurn:
     tool_calls: tuple[ToolCall, ...] = ()
     stats: StreamStats | None = None
     finish_reason: FinishReason | None = None
+    at: float | None = None  # when it was answered (epoch seconds), as UserTurn.at
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "content", safe_text(self.content))
@@ -54,8 +57,18 @@ class Conversation:
     def add(self, *turns: Turn) -> Conversation:
         return Conversation(self.turns + turns, self.system_prompt)
 
+    def add_answer(self, turn: AssistantTurn) -> Conversation:
+        """`turn` added; when the conversation ends with an assistant turn (an answer being continued), `turn` is
+        the rest of that answer and is appended to it (its figures and finish reason are the rest's)."""
+        last = self.turns[-1] if self.turns else None
+        if not isinstance(last, AssistantTurn):
+            return self.add(turn)
+        joined = AssistantTurn(last.content + turn.content, last.reasoning + turn.reasoning,
+                               last.tool_calls + turn.tool_calls, turn.stats, turn.finish_reason, turn.at)
+        return Conversation((*self.turns[:-1], joined), self.system_prompt)
+
     def ask(self, text: str) -> Conversation:
-        return self.add(UserTurn(text))
+        return self.add(UserTurn(text, time.time()))
 
     def last_user_index(self) -> int:
         """Position of the last user turn, -1 when there is none."""

@@ -5,7 +5,7 @@ in this browser. The browser's records are untrusted; they are stored as new cha
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Any
 
 import gradio as gr
 
@@ -55,9 +55,10 @@ class BrowserImport:
         return gr.update(visible=False)
 
 
-def build_import_offer(server: ServerLibrary, library: gr.State, browser: gr.JSON, view: list[gr.components.Component],
-                       sync: Callable[..., tuple[object, ...]], page: gr.Blocks) -> None:
-    """The offer's row (where it is built: the top of the Chat tab) and its wiring; `sync` then shows the chats."""
+def build_import_offer(server: ServerLibrary, library: gr.State, browser: gr.JSON, sync: dict[str, Any],
+                       page: gr.Blocks) -> None:
+    """The offer's row (where it is built: the top of the Chat tab) and its wiring; `sync` (the keyed handler and
+    its outputs: m3ui.ui.chat.view_slots) then shows the chats."""
     importer = BrowserImport(server)
     with gr.Row(visible=False, equal_height=True, elem_id="m3-chat-import") as row:
         label = gr.Markdown()
@@ -66,5 +67,5 @@ def build_import_offer(server: ServerLibrary, library: gr.State, browser: gr.JSO
     page.load(importer.offer, [browser], [row, label], js=READ_JS, api_visibility="private")
     accept.click(importer.run, [browser], row, js=READ_JS, api_visibility="private",
                  concurrency_id="chat-library", concurrency_limit=1
-                 ).success(sync, [library, browser], view, api_visibility="private", show_progress="hidden")
+                 ).success(inputs=[library, browser], **sync, api_visibility="private", show_progress="hidden")
     decline.click(lambda: gr.update(visible=False), None, row, js=DECLINE_JS, api_visibility="private")

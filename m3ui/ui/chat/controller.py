@@ -26,9 +26,9 @@ from m3ui.ui.chat.controls import BUSY_WARNING, clean_text, download_of, session
 from m3ui.ui.chat.folding import edited_question
 from m3ui.ui.chat.following import Following, answer_frame, live_frame, live_values
 from m3ui.ui.chat.live_view import LivePage
-from m3ui.ui.chat.render import render
+from m3ui.ui.chat.render import message_times, render
 from m3ui.ui.chat.server_library import ServerLibrary
-from m3ui.ui.chat.view_slots import SLOTS, VIEW_SIZE
+from m3ui.ui.chat.view_slots import Values
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +36,11 @@ EMPTY_MESSAGE = "Type a message first."
 FIRST_FRAME_WAIT_S = 0.5  # the longest an answer's first Gradio frame waits for its first text (see _answer)
 LIST_LABEL = "Conversations (newest first)"
 NOTHING_TO_REGENERATE = "Nothing to regenerate yet: send a message first."
+NOTHING_TO_CONTINUE = "The last answer was not cut short: there is nothing to continue."
 
 
-def unchanged() -> tuple[object, ...]:
-    return tuple(gr.skip() for _ in range(VIEW_SIZE))
+def unchanged() -> Values:
+    return {}
 
 
 def _failed(chat: SavedChat, exc: Exception) -> SavedChat:
@@ -73,6 +74,12 @@ def _list_label(query: str, found: bool) -> str:
     return f"Chats matching “{shown}”" if found else f"No chat matches “{shown}”: clear the search to see them all"
 
 
+def _version_label(chat: SavedChat) -> str:
+    """Which of the last question's answers is shown: "2/3"."""
+    versions = chat.versions
+    return "" if versions is None else f"**{versions.shown + 1}/{versions.count}**"
+
+
 def _user_ordinal(chat: SavedChat, message_index: int) -> int:
     """Which question (0-based) a message shown at `message_index` belongs to: itself, or the one it answers."""
     shown = render(transcript(chat))[: message_index + 1]
@@ -80,7 +87,8 @@ def _user_ordinal(chat: SavedChat, message_index: int) -> int:
 
 
 class ChatController:
-    """`show` gives values for every slot of the view (m3ui.ui.chat.view_slots); live frames touch the chatbot only."""
+    """Handlers return Values keyed by slot name (m3ui.ui.chat.view_slots): `show` gives every slot of the view,
+    live frames the chatbot and the saving slots only."""
 
     def __init__(self, runner: ChatRunner, server: ServerLibrary | None = None, live: LivePage | None = None) -> None:
         self._runner = runner
@@ -89,21 +97,14 @@ class ChatController:
         self._pages = PageLibraries()  # what each page shows: a question's request can go out at the click
 
     def show(self, library: ChatLibrary, busy: bool = False, message: object = None,
-             chatbot: object = None, controls: bool = True, form: bool = False) -> tuple[object, ...]:
+             chatbot: object = None, controls: bool = True, form: bool = False) -> Values:
         """Values for the view. `controls=False` leaves the busy/idle buttons as they are (a background sync);
         `form=True` sets the settings form to the active chat's (a chat opened, the page loaded)."""
-        return self.present(library, busy, message, chatbot, controls, form)[1]
-
-    def present(self, library: ChatLibrary, busy: bool = False, message: object = None,
-                chatbot: object = None, controls: bool = True, form: bool = False
-                ) -> tuple[ChatLibrary, tuple[object, ...]]:
-        """The library once its changes are handed to the browser, and the view's values (see show)."""
-        library, values = self._values(library, busy, message, chatbot, controls, form)
-        return library, tuple(values[name] for name in SLOTS)
+        return self._values(library, busy, message, chatbot, controls, form)[1]
 
     def _values(self, library: ChatLibrary, busy: bool, message: object, chatbot: object,
                 controls: bool, form: bool = False, answer: bool = False
-                ) -> tuple[ChatLibrary, dict[str, object]]:
+                ) -> tuple[ChatLibrary, Values]:
         """`answer`: the library's changes save an answer, as it streams or once it ended (see ServerLibrary.saved)."""
         writes, library = library.outbox()
         if self._server is not None:
@@ -113,10 +114,14 @@ class ChatController:
         choices = library.choices()
         idle = not busy
         has_turns = bool(chat.conversation.turns)
-        values: dict[str, object] = {
+        # The times go with a full view only: an answer's frames carry the live slots alone (m3ui.ui.chat.following)
+        timed = idle and not answer
+        items = transcript(chat) if chatbot is None or timed else ()
+        values: Values = {
             "library": library,
             "outbox": writes if writes else gr.skip(),
-            "chatbot": render(transcript(chat)) if chatbot is None else chatbot,
+            "chatbot": render(items) if chatbot is None else chatbot,
+            "message_times": message_times(items) if timed else gr.skip(),  # the chat as saved, as shown then
             "chat_picker": gr.update(choices=choices, value=chat.id if any(c[1] == chat.id for c in choices)
                                      else None, interactive=idle, label=_list_label(library.query, bool(choices))),
             "title": chat.title,
@@ -131,12 +136,18 @@ class ChatController:
             "undo": gr.update(visible=idle and library.undo is not None,
                               value=f"↶ Undo: {library.undo.label}" if library.undo else "↶ Undo"),
             "message_actions": gr.update(visible=False),
+            # Continue only where the last answer was cut short (max tokens, a stop)
+            "continue_answer": gr.update(visible=idle and chat.to_continue() is not None),
+            # ‹ n/N › when Regenerate kept earlier answers to the last question
+            "versions": gr.update(visible=idle and chat.versions is not None),
+            "version_label": _version_label(chat),
             **{name: gr.update(interactive=idle) for name in ("regenerate", "clear", "new_chat", "rename", "delete")},
             # A chat keeps the settings it was answered with; one never answered leaves the form as it is.
             **{name: chat.settings[name] if form and name in chat.settings else gr.skip() for name in CHAT_SETTINGS},
         }
         if not controls:
-            for name in ("regenerate", "clear", "new_chat", "rename", "delete", "message_actions"):
+            for name in ("regenerate", "continue_answer", "clear", "new_chat", "rename", "delete", "message_actions",
+                         "versions"):
                 values[name] = gr.skip()
         return library, values
 
@@ -148,7 +159,7 @@ class ChatController:
     # --- the library: load, sync with other pages, pick, rename, delete, clear, undo, search, export
 
     def load(self, browser: object, legacy: object = None, page: object = "",
-             request: gr.Request | None = None) -> tuple[object, ...]:
+             request: gr.Request | None = None) -> Values:
         """The page opened: its chats come from the browser's storage (records, untrusted), plus, until the
         browser is migrated, the chats it saved the old way (written as records by this first show). `page`:
         its live ticket (m3ui.live), so that its questions can be sent early; it is this session's from now on
@@ -163,7 +174,7 @@ class ChatController:
         return self.show(replace(ChatLibrary.from_records(browser.get("records"), unsaved=unsaved), page=page),
                          form=True)
 
-    def sync(self, library: ChatLibrary | None, browser: object) -> tuple[object, ...]:
+    def sync(self, library: ChatLibrary | None, browser: object) -> Values:
         """Another page changed the browser's chats (or one of ours was saved as a copy): show them all."""
         if self._server is not None:  # the server's chats, not the browser's
             records = self._server.records(self._server.user())
@@ -173,10 +184,10 @@ class ChatController:
         moved = browser.get("moved") if isinstance(browser.get("moved"), dict) else {}
         return self.show(self.owned(library).synced(browser.get("records"), moved), controls=False)
 
-    def new_chat(self, library: ChatLibrary | None, system_prompt: str) -> tuple[object, ...]:
+    def new_chat(self, library: ChatLibrary | None, system_prompt: str) -> Values:
         return self.show(self.owned(library).start_new(clean_text(system_prompt).strip()))
 
-    def switch(self, library: ChatLibrary | None, chat_id: object) -> tuple[object, ...]:
+    def switch(self, library: ChatLibrary | None, chat_id: object) -> Values:
         """`chat_id` comes unprocessed (Gradio's own check answers a stale or forged id with its list of choices)."""
         library = self.owned(library)
         if not chat_id:
@@ -186,28 +197,28 @@ class ChatController:
                            "the list.", print_exception=False)
         return self.show(library.switch(chat_id), form=True)
 
-    def search(self, library: ChatLibrary | None, query: str) -> tuple[object, ...]:
+    def search(self, library: ChatLibrary | None, query: str) -> Values:
         library = replace(self.owned(library), query=clean_text(query))
         return self.show(library)
 
-    def rename(self, library: ChatLibrary | None, title: str) -> tuple[object, ...]:
+    def rename(self, library: ChatLibrary | None, title: str) -> Values:
         library = self.owned(library)
         return self.show(library.rename(library.active_id, clean_text(title)))
 
-    def delete(self, library: ChatLibrary | None) -> tuple[object, ...]:
+    def delete(self, library: ChatLibrary | None) -> Values:
         library = self.owned(library)
         if not library.active.conversation.turns:
             gr.Info("This chat is empty: there is nothing to delete.")
             return unchanged()
         return self.show(library.delete(library.active_id), form=True)
 
-    def clear(self, library: ChatLibrary | None) -> tuple[object, ...]:
+    def clear(self, library: ChatLibrary | None) -> Values:
         library = self.owned(library)
         if not library.active.conversation.turns:
             return unchanged()
         return self.show(library.put_undoable(library.active.cleared(), f"cleared “{library.active.title}”"))
 
-    def undo(self, library: ChatLibrary | None) -> tuple[object, ...]:
+    def undo(self, library: ChatLibrary | None) -> Values:
         library = self.owned(library)
         return self.show(library.undone()) if library.undo is not None else unchanged()
 
@@ -217,19 +228,34 @@ class ChatController:
 
     # --- one message: select, edit and resend, retry from it, delete it
 
-    def select(self, library: ChatLibrary | None, event: gr.SelectData) -> tuple[object, object, object]:
+    def select(self, library: ChatLibrary | None, event: gr.SelectData) -> Values:
         """A click on a message offers Retry and Delete for its question (selected: that question's turn index)."""
         chat = self.owned(library).active
         ordinal = _user_ordinal(chat, event.index if isinstance(event.index, int) else -1)
         turn = chat.user_turn_index(ordinal)
         if turn is None:
-            return None, gr.update(visible=False), gr.skip()
+            return {"selected": None, "message_actions": gr.update(visible=False)}
         later = chat.conversation.last_user_index() > turn
         replaced = "its answer and every later question and answer" if later else "its answer"
-        return turn, gr.update(visible=True), (f"**Question {ordinal + 1}** selected. Retry answers it again and "
-                                              f"replaces {replaced} (Undo brings them back).")
+        return {"selected": turn, "message_actions": gr.update(visible=True),
+                "selected_label": f"**Question {ordinal + 1}** selected. Retry answers it again and replaces "
+                                  f"{replaced} (Undo brings them back)."}
 
-    def delete_exchange(self, library: ChatLibrary | None, turn: int | None) -> tuple[object, ...]:
+    def previous_version(self, library: ChatLibrary | None) -> Values:
+        return self._version(library, -1)
+
+    def next_version(self, library: ChatLibrary | None) -> Values:
+        return self._version(library, 1)
+
+    def _version(self, library: ChatLibrary | None, step: int) -> Values:
+        """Another answer to the last question shown (‹ ›); the one shown before is kept with the others."""
+        library = self.owned(library)
+        versions = library.active.versions
+        if versions is None:
+            return unchanged()
+        return self.show(library.put(library.active.showing_version(versions.shown + step)))
+
+    def delete_exchange(self, library: ChatLibrary | None, turn: int | None) -> Values:
         library = self.owned(library)
         if turn is None or not library.active.is_question(turn):
             return unchanged()
@@ -242,7 +268,7 @@ class ChatController:
 
     def send(self, text: str, library: ChatLibrary | None, thinking_mode: str, temperature: float, top_p: float,
              max_tokens: float | None, stall_seconds: float | None, keep_reasoning: bool, system_prompt: str,
-             live_ticket: str, request: gr.Request) -> Iterator[tuple[object, ...]]:
+             live_ticket: str, request: gr.Request) -> Iterator[Values]:
         settings = settings_from_form(thinking_mode, temperature, top_p, max_tokens, stall_seconds=stall_seconds)
         text = clean_text(text).strip()
         if not text:
@@ -281,10 +307,10 @@ class ChatController:
 
     def regenerate(self, library: ChatLibrary | None, thinking_mode: str, temperature: float, top_p: float,
                    max_tokens: float | None, stall_seconds: float | None, keep_reasoning: bool, system_prompt: str,
-                   live_ticket: str, request: gr.Request) -> Iterator[tuple[object, ...]]:
+                   live_ticket: str, request: gr.Request) -> Iterator[Values]:
         settings = settings_from_form(thinking_mode, temperature, top_p, max_tokens, stall_seconds=stall_seconds)
         library = self.owned(library)
-        chat = library.active.before_last_answer()
+        chat = library.active.regenerating()  # the answer it replaces is kept: ‹ › shows it again
         if chat is None:
             gr.Warning(NOTHING_TO_REGENERATE)
             yield live_frame(gr.skip())
@@ -292,9 +318,24 @@ class ChatController:
         yield from self._answer(library, _with_system_prompt(chat, system_prompt), settings, keep_reasoning,
                                 live_ticket, request)
 
+    def continue_answer(self, library: ChatLibrary | None, thinking_mode: str, temperature: float, top_p: float,
+                        max_tokens: float | None, stall_seconds: float | None, keep_reasoning: bool,
+                        system_prompt: str, live_ticket: str, request: gr.Request) -> Iterator[Values]:
+        """The last answer, cut short, goes on from where it ended: what comes is appended to it (the engine
+        continues the final assistant message: m3ui.client.request)."""
+        settings = settings_from_form(thinking_mode, temperature, top_p, max_tokens, stall_seconds=stall_seconds)
+        library = self.owned(library)
+        chat = library.active.to_continue()
+        if chat is None:
+            gr.Warning(NOTHING_TO_CONTINUE)
+            yield live_frame(gr.skip())
+            return
+        yield from self._answer(library, _with_system_prompt(chat, system_prompt), settings, keep_reasoning,
+                                live_ticket, request)
+
     def edit(self, library: ChatLibrary | None, thinking_mode: str, temperature: float, top_p: float,
              max_tokens: float | None, stall_seconds: float | None, keep_reasoning: bool, system_prompt: str,
-             live_ticket: str, event: gr.EditData, request: gr.Request) -> Iterator[tuple[object, ...]]:
+             live_ticket: str, event: gr.EditData, request: gr.Request) -> Iterator[Values]:
         """An edited question is sent again from there: the turns after it are replaced (Undo brings them back)."""
         settings = settings_from_form(thinking_mode, temperature, top_p, max_tokens, stall_seconds=stall_seconds)
         library = self.owned(library)
@@ -313,7 +354,7 @@ class ChatController:
 
     def retry_from(self, library: ChatLibrary | None, turn: int | None, thinking_mode: str, temperature: float,
                    top_p: float, max_tokens: float | None, stall_seconds: float | None, keep_reasoning: bool,
-                   system_prompt: str, live_ticket: str, request: gr.Request) -> Iterator[tuple[object, ...]]:
+                   system_prompt: str, live_ticket: str, request: gr.Request) -> Iterator[Values]:
         """Answer a chosen question again: its answer and every later turn are replaced (Undo brings them back)."""
         settings = settings_from_form(thinking_mode, temperature, top_p, max_tokens, stall_seconds=stall_seconds)
         library = self.owned(library)
@@ -327,7 +368,7 @@ class ChatController:
 
     def _answer(self, library: ChatLibrary, chat: SavedChat, settings: GenerationSettings, keep_reasoning: bool,
                 live_ticket: str, request: gr.Request, question: str | None = None,
-                early: EarlyRequest | None = None) -> Iterator[tuple[object, ...]]:
+                early: EarlyRequest | None = None) -> Iterator[Values]:
         """The question saved (a reload keeps it), frames of the chatbot alone, and the answer saved. A refused
         `question` (the message box's text) goes back into the box. While the page's live channel is open, the
         frames between the first and the last go there instead (m3ui.live)."""
@@ -359,7 +400,7 @@ class ChatController:
         following = Following(library)
         # While Gradio handles a frame this generator waits (10-20 ms for the first, which saves the question and
         # lists the chat): when the channel shows the question, that frame waits for the answer's first text.
-        first: tuple[object, ...] | None = live_values(values, following)
+        first: Values | None = live_values(values, following)
         due = time.monotonic() + FIRST_FRAME_WAIT_S if sent else 0.0
         try:
             for update in updates:
@@ -398,11 +439,11 @@ class ChatController:
                 channel.close()
             updates.close()  # also when the page left mid-answer: the run stops and the session is freed
 
-    def _settled(self, library: ChatLibrary, outcome: SavedChat) -> Iterator[tuple[object, ...]]:
+    def _settled(self, library: ChatLibrary, outcome: SavedChat) -> Iterator[Values]:
         """No answer streams: `outcome` is saved at once."""
         yield self._ended(Following(library), outcome)
 
-    def _ended(self, following: Following, outcome: SavedChat, chatbot: object = None) -> tuple[object, ...]:
+    def _ended(self, following: Following, outcome: SavedChat, chatbot: object = None) -> Values:
         """The live slots once the answer ended: saved (also for an API client, which never runs `finish`). The
         page turns idle in `finish`, together with the rest of the view."""
         following.library, values = self._values(following.library.put(outcome), False, None, chatbot, True,
@@ -410,17 +451,15 @@ class ChatController:
         following.outcome = outcome
         return live_values(values, following)
 
-    def finish(self, following: Following | None, request: gr.Request) -> tuple[object, ...]:
+    def finish(self, following: Following | None, request: gr.Request) -> Values:
         """The rest of the view once the answer ended and was saved; and no Following any more. After a refused
         answer the page gets Send back (unless another answer streams in it) and its refused question."""
         ended = following is not None and following.outcome is not None
-        shown = self.show(following.library, chatbot=gr.skip()) if following is not None and ended else unchanged()
-        values = dict(zip(SLOTS, shown, strict=True))  # (the stream showed the chat)
-        if not self._runner.runs.running(session_key(request)):
+        values = self.show(following.library, chatbot=gr.skip()) if following is not None and ended else unchanged()
+        if not self._runner.runs.running(session_key(request)):  # (the stream showed the chat)
             values["send"], values["stop"] = gr.update(visible=True), gr.update(visible=False)
         if ended:
-            return (*(values[name] for name in SLOTS), None)
+            return {**values, "following": None}
         if following is None or following.message is None:
-            return (*(values[name] for name in SLOTS), gr.skip())  # a running one's Following is left be
-        values["message"] = following.message  # the refused question, handed over once
-        return (*(values[name] for name in SLOTS), None)
+            return values  # a running one's Following is left be
+        return {**values, "message": following.message, "following": None}  # the refused question, handed over once

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import gradio as gr
-
 from m3ui.conversation.library import ChatLibrary, SavedChat
+from m3ui.ui.chat.view_slots import Values
 
 LIVE_SLOTS = ("library", "outbox", "chatbot")  # names of m3ui.ui.chat.view_slots
+FOLLOWED = (*LIVE_SLOTS, "following")  # an answer's outputs
 
 
 @dataclass
@@ -31,16 +31,17 @@ class Following:
     message: str | None = None  # a refused question, put back in the message box by `finish`
 
 
-def live_values(values: dict[str, object], following: object = None) -> tuple[object, ...]:
-    """Values for LIVE_SLOTS and the Following from a full set of view values (ChatController._values)."""
-    return (*(values[name] for name in LIVE_SLOTS), gr.skip() if following is None else following)
+def live_values(values: Values, following: object = None) -> Values:
+    """LIVE_SLOTS and the Following (when given) from a full set of view values (ChatController._values)."""
+    live = {name: values[name] for name in LIVE_SLOTS}
+    return live if following is None else {**live, "following": following}
 
 
-def live_frame(chatbot: object, following: object = None) -> tuple[object, ...]:
-    """Values for LIVE_SLOTS and the Following: the chatbot; the others stay as they are."""
-    return live_values({"library": gr.skip(), "outbox": gr.skip(), "chatbot": chatbot}, following)
+def live_frame(chatbot: object, following: object = None) -> Values:
+    """The chatbot and the Following (when given); the others stay as they are."""
+    return {"chatbot": chatbot} if following is None else {"chatbot": chatbot, "following": following}
 
 
-def answer_frame(chatbot: object) -> tuple[object, ...]:
+def answer_frame(chatbot: object) -> Values:
     """A frame of a streaming answer: the chatbot, and the storage box None between its two writes."""
-    return live_values({"library": gr.skip(), "outbox": None, "chatbot": chatbot})
+    return {"outbox": None, "chatbot": chatbot}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 import gradio as gr
 from gradio.components.chatbot import MetadataDict
@@ -30,7 +31,7 @@ _CALL_LOG: dict[CallStatus, str] = {
     "error": "error",
 }
 _NOTE_LEAD: dict[NoteKind, str] = {"error": "⚠ **Error**", "stopped": "■ **Stopped**", "cut": "✂ **Cut off**",
-                                   "info": "ℹ"}
+                                   "info": "ℹ", "refused": '⊘ <span class="m3-refused">**Refused**</span>'}
 WAITING_TITLE = "Waiting for the first token…"
 
 
@@ -45,6 +46,17 @@ def render(items: Sequence[TranscriptItem] = (), live: Sequence[StepView] = (), 
     if running and (not live or live[-1].empty):
         messages.append(gr.ChatMessage(content="", metadata={"title": WAITING_TITLE, "status": "pending"}))
     return messages
+
+
+def message_times(items: Sequence[TranscriptItem]) -> list[str | None]:
+    """When each message `render(items)` shows was written (ISO 8601, UTC), or None when unknown: the page shows
+    it, in the reader's own time, when the pointer rests on the message (assets/js/chat.js)."""
+    times: list[str | None] = []
+    for position, item in enumerate(items):
+        at = None if isinstance(item, ChatNote) else item.at
+        stamp = None if at is None else datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds")
+        times.extend(stamp for _ in _item_messages(item, f"m{position}"))
+    return times
 
 
 def _item_messages(item: TranscriptItem, key: str) -> list[gr.ChatMessage]:

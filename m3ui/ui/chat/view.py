@@ -23,10 +23,10 @@ from m3ui.ui.chat.attachments import AttachmentsController, AttachmentsView, bef
 from m3ui.ui.chat.browser_import import build_import_offer
 from m3ui.ui.chat.controller import FORM, LIST_LABEL, ChatController
 from m3ui.ui.chat.controls import CHAT_BOX_HEIGHT, STREAMING_LISTENER, chat_runner, thinking_mode_radio
-from m3ui.ui.chat.following import LIVE_SLOTS
+from m3ui.ui.chat.following import FOLLOWED
 from m3ui.ui.chat.live_view import OPEN_JS, LivePage, LiveSlots, build_live_slots
 from m3ui.ui.chat.server_library import ServerLibrary
-from m3ui.ui.chat.view_slots import SLOTS
+from m3ui.ui.chat.view_slots import SLOTS, Slots
 
 PLACEHOLDER = ("**Chat with MiniMax-M3**\n\nPick a thinking mode under *Thinking mode* in the settings. The reasoning "
                "streams into a block that folds away when the answer starts; each answer shows its timing and token "
@@ -48,6 +48,7 @@ READ_BROWSER_JS = ("async (browser, legacy, page) => [await window.m3uiAttach.re
 SYNC_BROWSER_JS = "async (library, browser) => [library, await window.m3uiAttach.restore(window.m3uiChats.read())]"
 WRITE_BROWSER_JS = "(records) => { window.m3uiAttach.keep(records, window.m3uiChats.write); }"
 DOWNLOAD_JS = "(document) => { window.m3uiChats.download(document); }"
+TIMES_JS = "(times) => { window.m3uiChats.times(times); }"
 TOGGLE_DRAWER_JS = "() => { window.m3uiChats.toggleDrawer(); }"
 # The page turns itself busy when an answer is asked for, at the click, so that no frame of the answer has to
 # carry the message box or the buttons (m3ui.ui.chat.following): outputs [send, stop], and for a question
@@ -85,12 +86,18 @@ class ChatTabUI:
     selected: gr.State
     message_actions: gr.Row
     selected_label: gr.Markdown
+    versions: gr.Row
+    version_label: gr.Markdown
+    version_prev: gr.Button
+    version_next: gr.Button
+    message_times: gr.JSON
     retry_from: gr.Button
     delete_exchange: gr.Button
     message: gr.Textbox
     send: gr.Button
     stop: gr.Button
     regenerate: gr.Button
+    continue_answer: gr.Button
     clear: gr.Button
     thinking_mode: gr.Radio
     temperature: gr.Slider
@@ -101,12 +108,13 @@ class ChatTabUI:
     defaults: gr.Button
     keep_reasoning: gr.Checkbox
     system_prompt: gr.Textbox
+    following: gr.State  # an answer's stream hands this to `finish` (m3ui.ui.chat.following)
     attachments: AttachmentsView | None = None
 
     @property
-    def view(self) -> list[gr.components.Component]:
-        """Everything a full update sets, in m3ui.ui.chat.view_slots order: see ChatController.show."""
-        return [getattr(self, name) for name in SLOTS]
+    def slots(self) -> Slots:
+        """The components the controller's handlers set, by name (m3ui.ui.chat.view_slots)."""
+        return Slots({name: getattr(self, name) for name in (*SLOTS, *FOLLOWED, "selected", "selected_label")})
 
     @property
     def settings(self) -> list[gr.components.Component]:
@@ -129,7 +137,7 @@ def build_chat_tab(services: AppServices, page: gr.Blocks) -> ChatTabUI:
     _wire(ui, chat, build_live_slots(ui.chatbot, page), page, attach)
     if server is not None and placeholder is not None:
         with placeholder:
-            build_import_offer(server, ui.library, ui.browser, ui.view, chat.sync, page)
+            build_import_offer(server, ui.library, ui.browser, ui.slots.keyed(chat.sync, SLOTS), page)
     return ui
 
 
@@ -139,6 +147,7 @@ def _layout(legacy_key: str | None) -> ChatTabUI:
     outbox = gr.JSON(None, visible=False)  # records for the browser to store (chat.js writes them)
     browser = gr.JSON(None, visible=False)  # what the browser holds, read by chat.js for load and sync
     download = gr.JSON(None, visible=False)  # an export for chat.js to hand to the browser as a download
+    message_times = gr.JSON(None, visible=False)  # when each message shown was written, for chat.js's tooltips
     sync = gr.Button("sync", visible="hidden", elem_id="m3-chat-sync")  # clicked by chat.js
     with gr.Row(equal_height=False, elem_classes=["m3-chat"]):
         with gr.Column(scale=1, min_width=230, elem_classes=["m3-sidebar"], elem_id="m3-sidebar"):
@@ -160,6 +169,10 @@ def _layout(legacy_key: str | None) -> ChatTabUI:
             chatbot = gr.Chatbot(height=CHAT_BOX_HEIGHT, show_label=False, elem_id="m3-chatbot",
                                  placeholder=PLACEHOLDER, feedback_options=None, buttons=["copy", "copy_all"],
                                  group_consecutive_messages=False, editable="user", latex_delimiters=LATEX_DELIMITERS)
+            with gr.Row(visible=False, equal_height=True, elem_id="m3-versions") as versions:  # ‹ n/N › answers
+                version_prev = gr.Button("‹", size="sm", min_width=36, elem_id="m3-version-prev")
+                version_label = gr.Markdown("", elem_id="m3-version-label")
+                version_next = gr.Button("›", size="sm", min_width=36, elem_id="m3-version-next")
             selected = gr.State(None)  # the turn index of the question a click on a message picked
             with gr.Row(visible=False, equal_height=True, elem_id="m3-message-actions") as message_actions:
                 selected_label = gr.Markdown("")
@@ -175,6 +188,7 @@ def _layout(legacy_key: str | None) -> ChatTabUI:
                 stop = gr.Button("■ Stop", variant="stop", scale=1, min_width=80, visible=False, elem_id="m3-stop")
             with gr.Row(elem_classes=["m3-chat-tools"]):
                 regenerate = gr.Button("↻ Regenerate", size="sm", elem_id="m3-regenerate")
+                continue_answer = gr.Button("→ Continue", size="sm", visible=False, elem_id="m3-continue")
                 clear = gr.Button("Clear", size="sm", elem_id="m3-clear")
             gr.Markdown(HINT, elem_classes=["m3-chat-hint"])
         with gr.Column(scale=2, min_width=260, elem_classes=["m3-settings"]):
@@ -196,59 +210,75 @@ def _layout(legacy_key: str | None) -> ChatTabUI:
                                        elem_id="m3-system-prompt")
     return ChatTabUI(library, outbox, browser, legacy, sync, drawer, new_chat, search, chat_picker, title, rename,
                      delete, export_md, export_json, download, undo, chatbot, selected, message_actions, selected_label,
-                     retry_from, delete_exchange, message, send, stop, regenerate, clear, thinking_mode, temperature,
-                     top_p, max_tokens, stall_seconds, greedy, defaults, keep_reasoning, system_prompt, attachments)
+                     versions, version_label, version_prev, version_next, message_times,
+                     retry_from, delete_exchange, message, send, stop, regenerate, continue_answer, clear,
+                     thinking_mode, temperature, top_p, max_tokens, stall_seconds, greedy, defaults, keep_reasoning,
+                     system_prompt, gr.State(None), attachments)
 
 
 def _wire(ui: ChatTabUI, chat: ChatController, live_slots: LiveSlots, page: gr.Blocks,
           attach: AttachmentsController) -> None:
+    """Every handler returns its values keyed by slot name (m3ui.ui.chat.view_slots): outputs in any order."""
     assert ui.attachments is not None  # built with the tab (build_chat_tab)
-    view = ui.view
+    slots = ui.slots
     # The library's own actions take turns (they are quick): a sync computed from the library as it was before a
     # concurrent switch or rename would otherwise undo it on the page.
     quick: dict[str, Any] = {"concurrency_id": "chat-library", "concurrency_limit": 1, "show_progress": "hidden"}
     settings = [*ui.settings, live_slots.ticket]  # and the page's live channel (m3ui.ui.chat.live_view)
-    following = gr.State(None)  # an answer's stream hands this to `finish` (m3ui.ui.chat.following)
     asked = gr.Textbox(visible=False)  # the question, taken out of the message box by the page (ASK_JS)
-    live = [getattr(ui, name) for name in LIVE_SLOTS] + [following]
     busy = [ui.send, ui.stop]
     asking = gr.on([ui.message.submit, ui.send.click], None, [ui.message, *ui.settings], [asked, ui.message, *busy],
                    js=ASK_JS)
-    for triggers in ([ui.regenerate.click, ui.chatbot.retry], [ui.chatbot.edit], [ui.retry_from.click]):
+    for triggers in ([ui.regenerate.click, ui.chatbot.retry], [ui.chatbot.edit], [ui.retry_from.click],
+                     [ui.continue_answer.click]):
         gr.on(triggers, None, None, busy, js=BUSY_JS)
     answers = [
         # "multiple": a question the page took out of the box is always sent (a refused one comes back)
         before_send(ui.attachments, attach, asking, asked, ui.library, ui.system_prompt, ui.max_tokens, ui.message,
-                    busy).success(chat.send, [asked, ui.library, *settings], live, trigger_mode="multiple",
-                                  **STREAMING_LISTENER),
-        gr.on([ui.regenerate.click, ui.chatbot.retry], chat.regenerate, [ui.library, *settings], live,
-              **STREAMING_LISTENER),
-        ui.chatbot.edit(chat.edit, [ui.library, *settings], live, **STREAMING_LISTENER),
-        ui.retry_from.click(chat.retry_from, [ui.library, ui.selected, *settings], live, **STREAMING_LISTENER),
+                    busy).success(inputs=[asked, ui.library, *settings], **slots.keyed(chat.send, FOLLOWED),
+                                  trigger_mode="multiple", **STREAMING_LISTENER),
+        gr.on([ui.regenerate.click, ui.chatbot.retry], inputs=[ui.library, *settings],
+              **slots.keyed(chat.regenerate, FOLLOWED), **STREAMING_LISTENER),
+        ui.chatbot.edit(inputs=[ui.library, *settings], **slots.keyed(chat.edit, FOLLOWED), **STREAMING_LISTENER),
+        ui.continue_answer.click(inputs=[ui.library, *settings], **slots.keyed(chat.continue_answer, FOLLOWED),
+                                 **STREAMING_LISTENER),
+        ui.retry_from.click(inputs=[ui.library, ui.selected, *settings], **slots.keyed(chat.retry_from, FOLLOWED),
+                            **STREAMING_LISTENER),
     ]
     for answer in answers:
-        answer.then(chat.finish, [following], [*view, following], **quick)
+        answer.then(inputs=[ui.following], **slots.keyed(chat.finish, (*SLOTS, "following")), **quick)
     ui.stop.click(chat.stop, None, None, queue=False)
-    ui.chatbot.select(chat.select, [ui.library], [ui.selected, ui.message_actions, ui.selected_label], **quick)
-    ui.delete_exchange.click(chat.delete_exchange, [ui.library, ui.selected], view, **quick)
-    ui.new_chat.click(chat.new_chat, [ui.library, ui.system_prompt], view, **quick)
-    ui.chat_picker.input(chat.switch, [ui.library, ui.chat_picker], view, preprocess=False, **quick)
-    ui.search.change(chat.search, [ui.library, ui.search], view, **quick)
-    gr.on([ui.rename.click, ui.title.submit], chat.rename, [ui.library, ui.title], view, **quick)
-    ui.delete.click(chat.delete, [ui.library], view, **quick)
-    gr.on([ui.clear.click, ui.chatbot.clear], chat.clear, [ui.library], view, **quick)
-    ui.undo.click(chat.undo, [ui.library], view, **quick)
+    ui.chatbot.select(inputs=[ui.library], **slots.keyed(chat.select, ("selected", "message_actions",
+                                                                       "selected_label")), **quick)
+    ui.delete_exchange.click(inputs=[ui.library, ui.selected], **slots.keyed(chat.delete_exchange, SLOTS), **quick)
+    ui.version_prev.click(inputs=[ui.library], **slots.keyed(chat.previous_version, SLOTS), **quick)
+    ui.version_next.click(inputs=[ui.library], **slots.keyed(chat.next_version, SLOTS), **quick)
+    ui.new_chat.click(inputs=[ui.library, ui.system_prompt], **slots.keyed(chat.new_chat, SLOTS), **quick)
+    ui.chat_picker.input(inputs=[ui.library, ui.chat_picker], **slots.keyed(chat.switch, SLOTS), preprocess=False,
+                         **quick)
+    ui.search.change(inputs=[ui.library, ui.search], **slots.keyed(chat.search, SLOTS), **quick)
+    gr.on([ui.rename.click, ui.title.submit], inputs=[ui.library, ui.title], **slots.keyed(chat.rename, SLOTS),
+          **quick)
+    ui.delete.click(inputs=[ui.library], **slots.keyed(chat.delete, SLOTS), **quick)
+    gr.on([ui.clear.click, ui.chatbot.clear], inputs=[ui.library], **slots.keyed(chat.clear, SLOTS), **quick)
+    ui.undo.click(inputs=[ui.library], **slots.keyed(chat.undo, SLOTS), **quick)
     for button, kind in ((ui.export_md, "md"), (ui.export_json, "json")):
         button.click(lambda library, kind=kind: chat.export(library, kind), [ui.library], ui.download, **quick
                      ).success(None, [ui.download], None, js=DOWNLOAD_JS)
     ui.outbox.change(None, [ui.outbox], None, js=WRITE_BROWSER_JS)
+    ui.message_times.change(None, [ui.message_times], None, js=TIMES_JS)
     # A save that lands while a sync is on its way gets a sync of its own after it (Gradio would drop the click).
-    ui.sync.click(chat.sync, [ui.library, ui.browser], view, js=SYNC_BROWSER_JS, trigger_mode="always_last", **quick)
+    ui.sync.click(inputs=[ui.library, ui.browser], **slots.keyed(chat.sync, SLOTS), js=SYNC_BROWSER_JS,
+                  trigger_mode="always_last", **quick)
     ui.drawer.click(None, None, None, js=TOGGLE_DRAWER_JS)
     instant: dict[str, Any] = {"queue": False, "show_progress": "hidden"}
     ui.greedy.click(lambda: GREEDY_TEMPERATURE, None, ui.temperature, **instant)
-    ui.defaults.click(lambda: (DEFAULTS.thinking_mode, DEFAULTS.temperature, DEFAULTS.top_p, DEFAULTS.max_tokens,
-                               DEFAULTS.stall_seconds),
-                      None, [ui.thinking_mode, ui.temperature, ui.top_p, ui.max_tokens, ui.stall_seconds], **instant)
+    ui.defaults.click(inputs=None, **slots.keyed(_defaults, FORM[:5]), **instant)
     # the saved chats come back when the page (re)loads
-    page.load(chat.load, [ui.browser, ui.legacy, live_slots.ticket], view, js=READ_BROWSER_JS, **instant)
+    page.load(inputs=[ui.browser, ui.legacy, live_slots.ticket], **slots.keyed(chat.load, SLOTS), js=READ_BROWSER_JS,
+              **instant)
+
+
+def _defaults() -> dict[str, object]:
+    """The generation settings' defaults, for the form's Defaults button."""
+    return {name: getattr(DEFAULTS, name) for name in FORM[:5]}
