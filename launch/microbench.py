@@ -154,8 +154,11 @@ def time_setting(python: str, shape: KernelShape, setting: PoolSetting, prefill_
 
 def run_microbench(python: str, shape: KernelShape, threads: Sequence[int], pools: Sequence[int],
                    start: PoolSetting, method: str | None = "MXFP8", prefill_tokens: int = 256,
-                   seconds: float = 1.0, progress: Progress = print) -> MicrobenchResult:
-    """Thread counts at the start's pool count, then pool counts at the fastest thread count."""
+                   seconds: float = 1.0, progress: Progress = print,
+                   numa_nodes: Sequence[int] | None = None) -> MicrobenchResult:
+    """Thread counts at the start's pool count, then pool counts at the fastest thread count. `numa_nodes`
+    (`--kt-numa-nodes`) places the pools of a setting with that many pools; others take nodes 0, 1, ... as the
+    engine does."""
     if method is not None and method.upper() not in METHODS:
         raise MicrobenchError(f"the microbenchmark builds {', '.join(METHODS)} layers (M3's kt-method), not {method}")
     found = detect(python)
@@ -166,7 +169,8 @@ def run_microbench(python: str, shape: KernelShape, threads: Sequence[int], pool
     def measure(setting: PoolSetting) -> None:
         if setting.kt_threadpool_count > setting.kt_cpuinfer or any(t.setting == setting for t in result.times):
             return  # a pool needs a thread
-        timed, answer = time_setting(python, shape, setting, prefill_tokens, seconds)
+        nodes = numa_nodes if numa_nodes and len(numa_nodes) == setting.kt_threadpool_count else None
+        timed, answer = time_setting(python, shape, setting, prefill_tokens, seconds, nodes)
         result.kernel = result.kernel or str(answer.get("kernel", ""))
         result.times.append(timed)
         label = f"kt_cpuinfer={setting.kt_cpuinfer}, kt_threadpool_count={setting.kt_threadpool_count}"

@@ -39,7 +39,8 @@ def cmd_microbench(args: argparse.Namespace, resolve: Resolve) -> int:
     progress = (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else print
     try:
         result = run_microbench(args.python or engine.python, kernel, threads, pools, start,
-                                settings.kt_method or "MXFP8", args.prefill_tokens, args.seconds, progress)
+                                settings.kt_method, args.prefill_tokens, args.seconds, progress,
+                                settings.kt_numa_nodes)
     except MicrobenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

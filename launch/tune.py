@@ -166,6 +166,8 @@ class Tuner:
         self.clock = engine_clock(request.engine)
         self._startup_s = self._startup_guess()
         self._began = 0.0
+        self.search_knobs = request.knobs  # less the pool knobs once the kernel microbenchmark chose them
+        self._timings: dict[str, Any] | None = None  # that microbenchmark's figures
 
     # --- estimates -------------------------------------------------------------------------------
 
@@ -320,7 +322,6 @@ class Tuner:
         """The start settings with the kt_cpuinfer and pools that kt-kernel's own kernel ran fastest; None when
         not wanted, neither knob is tuned, or kt-kernel is not in the engine's Python (relaunches choose them)."""
         request = self.request
-        self._timings: dict[str, Any] | None = None
         wanted = request.engine.kind == "sglang" if request.microbench is None else request.microbench
         if not wanted or not any(k in POOL_KNOBS for k in request.knobs):
             return None
@@ -332,7 +333,8 @@ class Tuner:
         try:
             timed = run_microbench(request.engine.python, request.kernel or KernelShape.of_model(request.shape),
                                    threads, pools, PoolSetting(threads0, pools0), request.settings.kt_method,
-                                   seconds=request.microbench_s, progress=self.progress)
+                                   seconds=request.microbench_s, progress=self.progress,
+                                   numa_nodes=request.settings.kt_numa_nodes)
         except MicrobenchError as exc:
             self.progress(f"no microbenchmark ({exc}): relaunches choose kt_cpuinfer and the pools")
             return None

@@ -72,7 +72,7 @@ def test_the_fastest_setting_is_chosen_and_a_refused_one_is_reported(monkeypatch
     monkeypatch.setenv("FAKE_KT_BEST", "8,2")
     monkeypatch.setenv("FAKE_KT_NODES", "2")
     result = run_microbench(sys.executable, TINY, threads=[4, 8, 12], pools=[1, 2, 4], start=PoolSetting(6, 1),
-                            prefill_tokens=4, seconds=0.1, progress=lambda _: None)
+                            prefill_tokens=4, seconds=0.2, progress=lambda _: None)
     tried = [(t.setting.kt_cpuinfer, t.setting.kt_threadpool_count) for t in result.times]
     assert tried == [(4, 1), (6, 1), (8, 1), (12, 1), (8, 2), (8, 4)]  # threads at the start's pools, then pools
     assert result.best is not None and (result.best.setting.kt_cpuinfer, result.best.setting.kt_threadpool_count) \
@@ -81,6 +81,21 @@ def test_the_fastest_setting_is_chosen_and_a_refused_one_is_reported(monkeypatch
     assert not refused.ok and "NUMA node 2 does not exist" in refused.reason
     doc = result.to_json()
     assert doc["best"] == {"kt_cpuinfer": 8, "kt_threadpool_count": 2} and doc["shape"]["experts"] == 16
+
+
+def test_the_launchs_numa_nodes_place_the_pools_of_a_setting_with_as_many(monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", str(FAKE))
+    monkeypatch.setenv("FAKE_KT_NODES", "4")
+    result = run_microbench(sys.executable, TINY, threads=[], pools=[2], start=PoolSetting(4, 1), prefill_tokens=2,
+                            seconds=0.05, progress=lambda _: None, numa_nodes=(0, 5))
+    one_pool, two_pools = result.times
+    assert one_pool.ok  # one pool: node 0, as the engine places it
+    assert not two_pools.ok and "NUMA node 5 does not exist" in two_pools.reason
+
+
+def test_another_kt_method_is_refused_before_any_child():
+    with pytest.raises(MicrobenchError, match="MXFP8 layers .* not AMXINT4"):
+        run_microbench("/nonexistent/python", TINY, [1], [1], PoolSetting(1, 1), method="AMXINT4")
 
 
 def test_the_child_never_runs_kt_kernels_package_init(monkeypatch):
