@@ -140,7 +140,7 @@ def time_forward(cpu_infer: Any, layer: Any, req: dict[str, Any], tokens: int, s
         cpu_infer.sync()
 
     forward(routings[0])  # warm-up: first-touch of the kernel's buffers
-    began, times = time.perf_counter(), []
+    began, times = time.perf_counter(), list[float]()
     while len(times) < 3 or (time.perf_counter() - began < seconds and len(times) < 10_000):
         t0 = time.perf_counter()
         forward(routings[len(times) % len(routings)])
