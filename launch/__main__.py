@@ -1,5 +1,5 @@
 """`python -m launch ...`: the engine side on its own (command, check, doctor, advise, serve, placement,
-fleet, probe, roofline, bench, tune).
+fleet, probe, roofline, bench, tune, microbench).
 
 Other tools call this CLI, so its commands and exit codes are stable: 0 ok, 1 findings/failure, 2 usage.
 """
@@ -17,6 +17,7 @@ from launch.advice import SizingInputs, advise, format_advice
 from launch.command import Engine
 from launch.findings import format_findings
 from launch.fleet.cli import add_fleet_parser
+from launch.microbench_cli import add_microbench_parser
 from launch.model_config import BUNDLED_M3_CONFIG, ModelConfigError, load_model_shape
 from launch.placement_plan.cli import add_placement_parser
 from launch.presets import PRESETS, preset
@@ -203,6 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_placement_parser(sub, _selection_args, resolve, DEFAULT_RUN_ROOT)
     add_fleet_parser(sub, _selection_args, resolve, DEFAULT_RUN_ROOT)
     add_speed_parsers(sub, _selection_args, resolve, DEFAULT_RUN_ROOT)
+    add_microbench_parser(sub, _selection_args, resolve)
     return parser
 
 

@@ -138,7 +138,7 @@ def cmd_tune(args: argparse.Namespace, resolve: Resolve, data_dir: Path) -> int:
         (lambda line: print(line, flush=True))
     try:
         request = TuneRequest(settings, engine, load_shape_or_bundled(settings.model_path), host_for(args),
-                              check_knobs(tuple(args.knobs)), args.budget_min * 60, name)
+                              check_knobs(tuple(args.knobs)), args.budget_min * 60, name, args.microbench)
         result = Tuner(request, Supervisor(data_dir), ProfileStore(data_dir / "profiles"), data_dir, progress).run()
     except TuneError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -184,5 +184,8 @@ def add_speed_parsers(sub: argparse._SubParsersAction, selection_args: Callable[
                    help=f"settings to tune (default: all of {' '.join(TUNABLE)})")
     p.add_argument("--budget-min", type=float, default=30.0, help="wall-clock budget in minutes (default 30)")
     p.add_argument("--host-file", type=Path, help="the host the search plans for (as for roofline)")
+    p.add_argument("--microbench", action=argparse.BooleanOptionalAction, default=None,
+                   help="choose kt_cpuinfer and the pools by timing kt-kernel's MoE layer in the engine's Python "
+                   "before relaunching (default: on for --engine sglang)")
     p.add_argument("--json", action="store_true", help="print one JSON object (progress goes to stderr)")
     p.set_defaults(func=lambda args: cmd_tune(args, resolve, data_dir))

@@ -5,9 +5,11 @@ The order comes from the roofline (launch/tune_search.py): first the start setti
 point the speed model expects to be fastest, then single-knob changes of the best so far, most promising
 first. A trial whose optimistic prediction (prediction x measured/predicted of the best, plus the model's
 error: MODEL_ERROR, or less once the trials show the model tracks this host) cannot beat the best by more than
-NOISE is not run, so the search stops early. Every trial is a real relaunch
-through the supervisor; at most MAX_RELAUNCHES in all, within the time budget (the expected total is printed
-before anything starts; a budget too small for one trial is refused first).
+NOISE is not run, so the search stops early. Where the engine's Python has kt-kernel (the real engine, or
+`microbench=True`), `kt_cpuinfer` and the thread pools are first chosen by timing kt-kernel's own MoE layer for
+each candidate (launch/microbench.py, seconds a setting): the relaunches then only confirm that choice.
+Every trial is a real relaunch through the supervisor; at most MAX_RELAUNCHES in all, within the time budget
+(the expected total is printed before anything starts; a budget too small for one trial is refused first).
 
 The box is never left without a working engine: a trial that fails is marked failed with its reason and the
 search goes on; at the end, and on Ctrl-C or cancel, the best settings measured so far (known to work: the
@@ -36,6 +38,7 @@ from launch.command import Engine, build_command
 from launch.findings import has_errors
 from launch.health import engine_url
 from launch.host_file import HostFigures
+from launch.microbench import KernelShape, MicrobenchError, PoolSetting, run_microbench
 from launch.model_config import ModelShape
 from launch.preflight import plan_launch
 from launch.private_files import write_private
@@ -52,6 +55,7 @@ from launch.tune_search import (
     Prediction,
     knob_values,
     model_optimum,
+    pool_candidates,
     predict,
     variations,
 )
@@ -63,6 +67,8 @@ TRIAL_DECODE_TOKENS = 32
 SGLANG_STARTUP_GUESS_S = 900.0  # M3 reads ~465 GB of experts; replaced by the baseline's own time
 SIM_STARTUP_OVERHEAD_S = 3.0  # the simulated engine's imports and sizing
 BENCH_OVERHEAD_S = 2.0
+POOL_KNOBS = ("kt_cpuinfer", "kt_threadpool_count")  # what the kernel microbenchmark chooses
+MICROBENCH_SETTING_S = 15.0  # one child: M3's layer of random weights (~10 s on 16 AMX cores), then timing
 Progress = Callable[[str], None]
 
 
@@ -96,6 +102,7 @@ class TuneResult:
     interrupted: bool = False
     expected_s: float = 0.0
     elapsed_s: float = 0.0
+    microbench: dict[str, Any] | None = None  # kt-kernel's timings that chose kt_cpuinfer and the pools
 
     @property
     def gain(self) -> float:
@@ -113,7 +120,7 @@ class TuneResult:
                      "prefill_tok_s": best.prefill_tok_s, "gain": self.gain},
             "profile": self.profile, "evidence": str(self.evidence) if self.evidence else None,
             "relaunches": self.relaunches, "interrupted": self.interrupted,
-            "expected_s": self.expected_s, "elapsed_s": self.elapsed_s,
+            "expected_s": self.expected_s, "elapsed_s": self.elapsed_s, "microbench": self.microbench,
         }
 
 
@@ -126,6 +133,9 @@ class TuneRequest:
     knobs: tuple[str, ...] = TUNABLE
     budget_s: float = 1800.0
     start_name: str = "start"  # the profile or preset tuned from: the saved profile is named after it
+    microbench: bool | None = None  # time kt-kernel's MoE layer first; None: only for the real engine
+    kernel: KernelShape | None = None  # the layer it times; None: the model's (fewer experts if RAM is short)
+    microbench_s: float = 1.0  # its timing per setting, for decode and again for prefill
 
 
 def check_knobs(knobs: tuple[str, ...]) -> tuple[str, ...]:
@@ -156,6 +166,8 @@ class Tuner:
         self.clock = engine_clock(request.engine)
         self._startup_s = self._startup_guess()
         self._began = 0.0
+        self.search_knobs = request.knobs  # less the pool knobs once the kernel microbenchmark chose them
+        self._timings: dict[str, Any] | None = None  # that microbenchmark's figures
 
     # --- estimates -------------------------------------------------------------------------------
 
@@ -275,16 +287,21 @@ class Tuner:
         start_prediction = predict(request.shape, request.settings, request.host)
         running = self._adopt_running()
         trial_s = self.trial_seconds(start_prediction)
-        optimum = model_optimum(request.shape, request.settings, request.host, request.knobs)
-        planned = min(MAX_RELAUNCHES - 2, 1 + len(variations(request.shape, optimum.settings, request.host,
-                                                                request.knobs)))
         baseline_s = self._bench_guess(start_prediction) + (0 if running else self._startup_s)
         needed = baseline_s + trial_s + self._startup_s  # the baseline, one trial, the final relaunch
         if request.budget_s < needed:
             raise TuneError(f"a budget of {request.budget_s / 60:.1f} min is too small for one trial: the baseline, "
                             f"one trial and the relaunch of the best take about {needed / 60:.1f} min here")
+        timed = self._microbench()
+        self.search_knobs = tuple(k for k in request.knobs if timed is None or k not in POOL_KNOBS)
+        found = model_optimum(request.shape, timed or request.settings, request.host, self.search_knobs)
+        optimum = Candidate(found.settings, tuple((k, getattr(found.settings, k)) for k in request.knobs
+                                                  if getattr(found.settings, k) != getattr(request.settings, k)),
+                            found.predicted)
+        planned = min(MAX_RELAUNCHES - 2, 1 + len(variations(request.shape, optimum.settings, request.host,
+                                                                self.search_knobs)))
         expected = baseline_s + planned * trial_s + self._startup_s
-        self.result = TuneResult(Trial({}), expected_s=min(expected, request.budget_s))
+        self.result = TuneResult(Trial({}), expected_s=min(expected, request.budget_s), microbench=self._timings)
         self.progress(f"tuning {', '.join(request.knobs)} on the {request.engine.kind} engine: up to {planned} "
                       f"trials of ~{trial_s:.0f} s; expected total {self.result.expected_s / 60:.1f} min (budget "
                       f"{request.budget_s / 60:.1f} min, clock: {self.clock})")
@@ -300,6 +317,34 @@ class Tuner:
         self.result.elapsed_s = time.monotonic() - self._began
         self._save()
         return self.result
+
+    def _microbench(self) -> LaunchSettings | None:
+        """The start settings with the kt_cpuinfer and pools that kt-kernel's own kernel ran fastest; None when
+        not wanted, neither knob is tuned, or kt-kernel is not in the engine's Python (relaunches choose them)."""
+        request = self.request
+        wanted = request.engine.kind == "sglang" if request.microbench is None else request.microbench
+        if not wanted or not any(k in POOL_KNOBS for k in request.knobs):
+            return None
+        (threads0, pools0), threads, pools = pool_candidates(request.shape, request.settings, request.host)
+        threads = threads if "kt_cpuinfer" in request.knobs else []
+        pools = pools if "kt_threadpool_count" in request.knobs else []
+        self.progress(f"timing kt-kernel's MoE layer first: up to {len(threads) + len(pools) + 1} settings of "
+                      f"~{MICROBENCH_SETTING_S:.0f} s each, no relaunch")
+        try:
+            timed = run_microbench(request.engine.python, request.kernel or KernelShape.of_model(request.shape),
+                                   threads, pools, PoolSetting(threads0, pools0), request.settings.kt_method,
+                                   seconds=request.microbench_s, progress=self.progress,
+                                   numa_nodes=request.settings.kt_numa_nodes)
+        except MicrobenchError as exc:
+            self.progress(f"no microbenchmark ({exc}): relaunches choose kt_cpuinfer and the pools")
+            return None
+        self._timings = timed.to_json()
+        best = timed.best
+        assert best is not None  # run_microbench raises when no setting ran
+        self.progress(f"kt-kernel ran fastest at kt_cpuinfer={best.setting.kt_cpuinfer}, kt_threadpool_count="
+                      f"{best.setting.kt_threadpool_count}: the relaunches confirm it instead of searching")
+        return request.settings.replace(kt_cpuinfer=best.setting.kt_cpuinfer,
+                                        kt_threadpool_count=best.setting.kt_threadpool_count)
 
     def _adopt_running(self) -> bool:
         """Take over an engine left running by an earlier `serve` or `tune`; True when it runs the start settings
@@ -330,7 +375,7 @@ class Tuner:
             if self.cancel.is_set():
                 raise KeyboardInterrupt
             if not queue:
-                queue = [c for c in variations(request.shape, best_settings, request.host, request.knobs)
+                queue = [c for c in variations(request.shape, best_settings, request.host, self.search_knobs)
                          if json.dumps(knob_values(c.settings, request.knobs), sort_keys=True) not in tried]
                 queue = [c for c in queue if self._worth_it(c, best, best_prediction)]
                 if not queue:

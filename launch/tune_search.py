@@ -83,6 +83,15 @@ def candidate_values(knob: str, shape: ModelShape, settings: LaunchSettings, hos
     return sorted({v for v in values if v != current}, key=lambda v: (v is None, v or 0))
 
 
+def pool_candidates(shape: ModelShape, settings: LaunchSettings, host: HostFigures) -> tuple[tuple[int, int], list[int],
+                                                                                        list[int]]:
+    """The start (kt_cpuinfer, kt_threadpool_count) and the values of each worth timing with kt-kernel's own
+    kernel (launch/microbench.py): the same candidates the relaunches would try."""
+    start = (settings.kt_cpuinfer or host.cpu.physical_cores, settings.kt_threadpool_count or 1)
+    return (start, candidate_values("kt_cpuinfer", shape, settings, host),
+            candidate_values("kt_threadpool_count", shape, settings, host))
+
+
 def variations(shape: ModelShape, base: LaunchSettings, host: HostFigures, knobs: tuple[str, ...]) -> list[Candidate]:
     """Every single-knob change of `base`, best predicted first (decode knobs by decode, prefill knobs by
     prefill)."""
