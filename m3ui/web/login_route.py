@@ -84,8 +84,8 @@ class LoginRoute:
         method = scope["method"]
         if kind == "page" and method in ("GET", "HEAD") and door.logins.user(scope) is None:
             query = scope.get("query_string", b"").decode("latin-1")  # ?__theme= and the like go along
-            await _see_other(scope, door.logins.prefix + "/login" + (f"?{query}" if query else ""))(scope, receive,
-                                                                                                    send)
+            where = door.logins.prefix + "/login" + (f"?{query}" if query else "")
+            await _see_other(scope, where)(scope, receive, send)
         elif kind == "login" and method == "POST":
             await self._login(door, scope, receive, send)
         elif kind == "login":
