@@ -1,7 +1,7 @@
 """Who may do what: the admin credential, the accounts (m3ui/accounts/), and where admin is served.
 
 With accounts, a login of either app is checked against the database, and so is every later request
-(m3ui.web.session_guard): an account disabled or demoted loses its sessions at once. The `admin` password, when
+(m3ui.web.logins): an account disabled or demoted loses its sessions at once. The `admin` password, when
 set, keeps working beside the accounts; an enabled account with role admin may use the admin app too.
 
 Gradio exposes every event handler to any client that reaches the app, so hiding the admin tab protects
@@ -11,6 +11,8 @@ the user itself (`require_admin`), so a handler reached some other way still ref
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import hmac
 import ipaddress
 import os
@@ -110,14 +112,14 @@ class AccessPolicy:
         return _same(username, ADMIN_USER) and _same(password, self.admin_password)
 
     def check_admin_login(self, username: str, password: str) -> bool:
-        """Gradio's auth callable for the admin app: the admin password, or an enabled admin account."""
+        """The admin app's login (m3ui.web.login_route): the admin password, or an enabled admin account."""
         if self._admin_password_login(username, password):
             return True
         user = self.accounts.authenticate(username, password) if self.accounts is not None else None
         return user is not None and user.is_admin
 
     def check_chat_login(self, username: str, password: str) -> bool:
-        """Gradio's auth callable for the chat: an enabled account (or, without accounts, a --chat-user pair),
+        """The chat's login (m3ui.web.login_route): an enabled account (or, without accounts, a --chat-user pair),
         or the admin password."""
         if self._admin_password_login(username, password):
             return True
@@ -135,15 +137,25 @@ class AccessPolicy:
         return self.accounts.active(username)
 
     def session_stamp(self, username: str, admin_app: bool) -> str | None:
-        """Whether a session Gradio holds for `username` may go on (checked on every request): None when not,
-        else the stamp of the password it must have been signed in with (m3ui.web.session_stamps). The admin
-        password's user always may; an account only while it is enabled (and, in the admin app, an admin)."""
-        if self.admin_password and username == ADMIN_USER or self.accounts is None:
+        """Whether a session of `username` may go on (checked on every request, m3ui.web.logins): None when not,
+        else the stamp of the password it must have been signed in with. The admin password's user always may
+        (while that password is the one set at start); an account only while it is enabled (and, in the admin
+        app, an admin)."""
+        if self.admin_password and username == ADMIN_USER:
+            return self._admin_password_stamp
+        if self.accounts is None:
             return ""
         user = self.accounts.active(username)
         if user is None or not (user.is_admin or not admin_app):
             return None
         return self.accounts.password_stamp(username)
+
+    @functools.cached_property
+    def _admin_password_stamp(self) -> str:
+        """Sessions outlive a restart: one signed in with another admin password than this start's ends. A slow
+        hash (once per start), as the stamp is kept in the database."""
+        return hashlib.scrypt((self.admin_password or "").encode(), salt=b"m3ui admin session", n=2**14, r=8,
+                              p=1, maxmem=64 * 2**20).hex()[:16]
 
     def require_admin(self, username: str | None) -> str:
         """Every admin handler calls this with the request's user; returns who acts, or raises."""

@@ -13,6 +13,8 @@ from m3ui.accounts import AccountStore
 from tests.app_process import RunningApp
 from tests.web_requests import completed, config, run
 
+SIGNED_IN = 200  # a script's login (gradio_client's answer); a browser's form (Accept: text/html) gets a 303
+
 
 def from_address(app: RunningApp, address: str) -> httpx.Client:
     """A client whose connections come from `address` (any 127.x address reaches the app on loopback)."""
@@ -24,7 +26,7 @@ def from_address(app: RunningApp, address: str) -> httpx.Client:
 def signed_in(app: RunningApp, address: str, user: str, password: str, mount: str = "") -> Iterator[httpx.Client]:
     with from_address(app, address) as c:
         answer = c.post(f"{mount}/login", data={"username": user, "password": password})
-        assert answer.status_code == 200, (answer.status_code, answer.text[:200])
+        assert answer.status_code == SIGNED_IN, (answer.status_code, answer.text[:200])
         yield c
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from m3ui.accounts import AccountStore
 from m3ui.web.signup import REFUSED, SIGNUPS_PER_HOUR
-from tests.account_calls import from_address
+from tests.account_calls import SIGNED_IN, from_address
 from tests.app_process import running_app
 
 
@@ -46,7 +46,7 @@ def test_sign_up_only_while_an_admin_allows_it(app):
         created = sign_up(c, "zoe")
         assert created.status_code == 200 and "Account zoe created" in created.text
         assert store.get("zoe").role == "user"
-        assert c.post("/login", data={"username": "zoe", "password": "a-good-password"}).status_code == 200
+        assert c.post("/login", data={"username": "zoe", "password": "a-good-password"}).status_code == SIGNED_IN
         foreign = sign_up(c, "mallory", origin="http://evil.example")
         assert foreign.status_code == 403 and store.get("mallory") is None
         answers = [sign_up(c, f"user{n}").status_code for n in range(SIGNUPS_PER_HOUR)]

@@ -9,6 +9,7 @@ from contextlib import ExitStack, contextmanager
 import httpx
 import pytest
 
+from tests.account_calls import SIGNED_IN
 from tests.app_process import running_app
 from tests.web_requests import run
 
@@ -32,7 +33,7 @@ def client(app) -> httpx.Client:
 def logged_in(app, mount: str, user: str, password: str) -> Iterator[httpx.Client]:
     with client(app) as c:
         answer = c.post(f"{mount}/login", data={"username": user, "password": password})
-        assert answer.status_code == 200, answer.text
+        assert answer.status_code == SIGNED_IN, answer.text
         yield c
 
 

@@ -1,4 +1,4 @@
-"""The login throttle has no side door (issue 27 #2), on the real app over raw HTTP: Gradio's /login takes
+"""The login throttle has no side door (issue 27 #2), on the real app over raw HTTP: m3ui's /login takes
 multipart forms as well as urlencoded ones, accounts match names without case, and the Account tab checks the
 current password too; guesses by each of these ways, spread over many client addresses, are all counted under
 the one account (FREE_FAILURES evaluated, the rest refused with 429), and each is one audit line."""
@@ -6,7 +6,7 @@ the one account (FREE_FAILURES evaluated, the rest refused with 429), and each i
 import pytest
 
 from m3ui.web.login_throttle import FREE_FAILURES
-from tests.account_calls import change_password, data_with_accounts, from_address, refusal, signed_in
+from tests.account_calls import SIGNED_IN, change_password, data_with_accounts, from_address, refusal, signed_in
 from tests.app_process import running_app
 
 VICTIM = ("victim", "victims-password")
@@ -14,7 +14,7 @@ ALICE = ("alice", "alices-password")
 CAROL = ("carol", "carols-password")
 
 def spellings(name: str) -> list[str]:
-    """The name with each letter in upper case in turn, all in upper case, and padded (Gradio strips names)."""
+    """The name with each letter in upper case in turn, all in upper case, and padded (the login strips names)."""
     return [name[:i] + name[i].upper() + name[i + 1:] for i in range(len(name))] + [name.upper(), f" {name.title()} "]
 
 
@@ -50,7 +50,7 @@ def test_multipart_guesses_from_many_addresses_are_counted_for_the_user(app):
     assert counted_once(statuses), statuses
     with from_address(app, "127.0.99.1") as c:
         assert c.post("/login", files={"username": (None, ALICE[0]), "password": (None, ALICE[1])}).status_code \
-            == 200, "a right multipart login of another account goes through"
+            == SIGNED_IN, "a right multipart login of another account goes through"
 
 
 def test_case_variants_share_the_account_record(app):

@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 from m3ui.web.login_throttle import FREE_FAILURES
-from tests.account_calls import from_address
+from tests.account_calls import SIGNED_IN, from_address
 from tests.app_process import running_app
 
 ADMIN_PASSWORD = "a-long-admin-password"
@@ -29,7 +29,7 @@ def login(c: httpx.Client, mount: str, user: str, password: str) -> httpx.Respon
 
 def test_wrong_logins_are_throttled_per_client_and_user_and_audited(app):
     with from_address(app, "127.0.0.1") as c, from_address(app, "127.0.0.2") as other:
-        assert login(c, "/admin", "admin", ADMIN_PASSWORD).status_code == 200
+        assert login(c, "/admin", "admin", ADMIN_PASSWORD).status_code == SIGNED_IN
         answers = [login(c, "/admin", "admin", f"guess-{n}").status_code for n in range(10)]
         assert answers[:FREE_FAILURES] == [400] * FREE_FAILURES
         assert set(answers[FREE_FAILURES:]) == {429}
@@ -38,7 +38,7 @@ def test_wrong_logins_are_throttled_per_client_and_user_and_audited(app):
         assert "too many failed logins" in locked.text
         assert login(other, "/admin", "admin", ADMIN_PASSWORD).status_code == 429, "the user is throttled anywhere"
         assert login(c, "", *BOB).status_code == 429, "the client is throttled for any user"
-        assert login(other, "", *BOB).status_code == 200, "another client, another user: not throttled"
+        assert login(other, "", *BOB).status_code == SIGNED_IN, "another client, another user: not throttled"
     log = app.log()
     assert "audit: admin login succeeded for user 'admin' from 127.0.0.1" in log
     assert "audit: admin login failed for user 'admin' from 127.0.0.1 (1 failures in a row)" in log
@@ -71,6 +71,6 @@ def test_a_question_said_at_the_click_needs_the_chat_login(app):
            "stall_seconds": 60, "keep_reasoning": False, "system_prompt": ""}
     with from_address(app, "127.0.0.9") as c:
         assert c.post("/m3ui-live/" + "t" * 24 + "/ask", json=ask).status_code == 401
-        assert login(c, "", *BOB).status_code == 200
+        assert login(c, "", *BOB).status_code == SIGNED_IN
         signed_in = c.post("/m3ui-live/" + "t" * 24 + "/ask", json=ask)
         assert signed_in.status_code == 200 and signed_in.json() == {"sent": False}  # (no page of that ticket)

@@ -6,6 +6,7 @@ import pytest
 
 from m3ui.accounts import AccountStore
 from m3ui.web.json_body import MAX_DEPTH
+from tests.account_calls import SIGNED_IN
 from tests.app_process import running_app
 from tests.web_requests import client
 
@@ -30,7 +31,7 @@ def test_nested_calls_get_a_400_signed_in_or_not(app):
     headers = {"content-type": "application/json"}
     with client(app) as anonymous, client(app) as signed_in:
         login = signed_in.post("/login", data={"username": ALICE[0], "password": ALICE[1]})
-        assert login.status_code == 200
+        assert login.status_code == SIGNED_IN
         for levels in DEPTHS:
             for c in (anonymous, signed_in):
                 answer = c.post("/gradio_api/queue/join", content=nested(levels), headers=headers)

@@ -6,11 +6,9 @@ everywhere. A stolen cookie outlives none of them."""
 import re
 import subprocess
 import sys
-import time
 
 import pytest
 
-from m3ui.web.session_stamps import CHECK_S
 from tests.account_calls import (
     admin_reset,
     change_password,
@@ -62,29 +60,28 @@ def test_an_admin_reset_signs_the_account_out_everywhere(app):
     assert ended and int(ended.group(1)) >= 2, "both of bob's sessions (and any left from earlier tests)"
 
 
-def test_a_change_made_by_the_command_line_ends_the_sessions_within_a_second(app):
+def test_a_change_made_by_the_command_line_ends_the_sessions_at_once(app):
     with signed_in(app, "127.0.0.8", *CAROL) as carol:
         assert still_signed_in(carol)
         changed = subprocess.run([sys.executable, "-m", "m3ui.users", "--data-dir", str(app.data_dir), "passwd",
                                   CAROL[0]], input="carols-new-password\n", capture_output=True, text=True, cwd=ROOT,
                                  timeout=60)
         assert changed.returncode == 0, changed.stderr
-        time.sleep(CHECK_S + 0.2)  # the account is read again at most this long after the last read
         assert not still_signed_in(carol)
     assert "audit: a session of 'carol' in the chat app ended: the password changed since its login" in app.log()
 
 
 def test_signing_out_ends_the_session_at_the_server_and_everywhere_every_spelling_of_the_name(app):
-    """Gradio's /logout ended, on this device, only a session with the https cookie (over http its session
-    stayed valid at the server), and everywhere only the sessions of the very spelling of the name."""
+    """Sign-out ends the session at the server (a copy of its cookie signs nobody in), and "every device" ends
+    the sessions signed in under every spelling of the name."""
     with signed_in(app, "127.0.0.9", "Dave", DAVE[1]) as one, signed_in(app, "127.0.0.10", "DAVE", DAVE[1]) as other, \
             signed_in(app, "127.0.0.11", *DAVE) as third:
         stolen = dict(one.cookies)
-        assert one.get("/logout?all_session=false").status_code in (302, 307)
+        assert one.get("/logout?all_session=false").status_code == 303
         assert not still_signed_in(one) and still_signed_in(other), "this device only"
         with from_address(app, "127.0.0.12") as thief:
             thief.cookies.update(stolen)
             assert not still_signed_in(thief), "the cookie signed out is no longer a session"
-        assert other.get("/logout").status_code in (302, 307)
+        assert other.get("/logout").status_code == 303
         assert not still_signed_in(other) and not still_signed_in(third)
-    assert "audit: 'DAVE' signed out on every device in the chat app (2 sessions)" in app.log()
+    assert "audit: 'dave' signed out on every device in the chat app (2 sessions)" in app.log()

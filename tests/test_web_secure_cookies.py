@@ -1,5 +1,5 @@
-"""Cookies over https carry `Secure` (issue 27 #11), on the real app behind a --trusted-proxy: Gradio's session
-cookies (its `access-token-unsecure-…` copy too) and the admin token cookie, when the proxy says the request came
+"""Cookies over https carry `Secure` (issue 27 #11), on the real app behind a --trusted-proxy: m3ui's
+session cookie (HttpOnly, SameSite=Lax) and the admin token cookie, when the proxy says the request came
 over https. Over plain http they stay as they were (a login must work there), and a client that is not the
 trusted proxy cannot claim https."""
 
@@ -41,7 +41,8 @@ def test_every_cookie_is_secure_over_https_from_the_trusted_proxy(app):
     with from_address(app, PROXY) as proxy:
         login = set_cookies(proxy.post("/login", data=LOGIN, headers=HTTPS))
         admin = set_cookies(proxy.get(app.admin_url, headers=HTTPS))
-    assert any(name.startswith("access-token-unsecure-") for name in login), login
+    (session,) = [a for name, a in login.items() if name.startswith("m3ui-session-")]
+    assert "httponly" in session and "samesite=lax" in session, session
     assert any(name.startswith("m3ui-admin-token-") for name in admin), admin
     assert all(secure(attributes) for attributes in [*login.values(), *admin.values()]), (login, admin)
 
@@ -53,5 +54,5 @@ def test_plain_http_and_a_claim_from_another_client_keep_cookies_usable_over_htt
                                             headers=HTTPS))
         admin = set_cookies(stranger.get(app.admin_url, headers=HTTPS))
     for cookies in (plain, claimed, admin):
-        unsecure = [a for name, a in cookies.items() if name.startswith(("access-token-unsecure-", "m3ui-admin"))]
+        unsecure = [a for name, a in cookies.items() if name.startswith(("m3ui-session-", "m3ui-admin"))]
         assert unsecure and not any(secure(a) for a in unsecure), cookies

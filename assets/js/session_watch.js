@@ -1,7 +1,7 @@
-// Signed-out pages reload to the login form within seconds. The server ends a session when its account is
-// disabled, demoted or its login expired (m3ui/web/session_guard.py), but an idle page would keep showing what
-// it showed: this asks the app every few seconds whether the page is still signed in, and reloads once it is
-// not. Only a change from signed in to signed out reloads (a login page stays put).
+// Signed-out pages reload to the sign-in page within seconds. The server ends a session when its account is
+// disabled, demoted, its password changed or its login expired (m3ui/web/logins.py), but an idle page would keep
+// showing what it showed: this asks m3ui every few seconds whether the page is still signed in (its own route,
+// m3ui/web/login_route.py), and reloads once it is not. Only a change from signed in to signed out reloads.
 (() => {
   const EVERY_MS = 3000;
   const base = location.pathname.startsWith("/admin") ? "/admin" : "";
@@ -9,7 +9,7 @@
   setInterval(async () => {
     let status;
     try {
-      status = (await fetch(`${base}/gradio_api/login_check`, {credentials: "same-origin", cache: "no-store"})).status;
+      status = (await fetch(`${base}/m3ui-session`, {credentials: "same-origin", cache: "no-store"})).status;
     } catch {
       return; // the app is restarting: nothing to decide
     }

@@ -51,4 +51,14 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX api_keys_user ON api_keys (user_id)",
     ),
+    (  # 5: login sessions of both apps (m3ui/accounts/sessions.py), the token stored as a SHA-256 only
+        """CREATE TABLE sessions (
+            token_hash TEXT PRIMARY KEY,
+            user TEXT NOT NULL,
+            app TEXT NOT NULL CHECK (app IN ('chat', 'admin')),
+            created_at REAL NOT NULL,
+            password_stamp TEXT NOT NULL
+        )""",
+        "CREATE INDEX sessions_user ON sessions (user, app)",
+    ),
 )

@@ -11,8 +11,8 @@ import gradio as gr
 
 from m3ui.services import AppServices
 from m3ui.ui.account_chats import build_account_chats
-from m3ui.ui.gradio_contacts.logins import request_origin
 from m3ui.ui.monitor.format import esc
+from m3ui.ui.request_origin import request_origin
 from m3ui.ui.usage_table import usage_table
 from m3ui.web.password_change import PasswordChange, PasswordChangeRefused
 

@@ -7,8 +7,7 @@ or exports is reachable through the main app; each admin handler checks the user
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import fastapi
@@ -16,6 +15,8 @@ import gradio as gr
 from starlette.requests import HTTPConnection
 from starlette.types import Scope
 
+from m3ui.accounts.sessions import SessionStore
+from m3ui.accounts.sqlite_db import DB_FILE_NAME, SqliteDb
 from m3ui.documents.limits import DEFAULT_LIMITS
 from m3ui.gateway.mount import GatewayLayer
 from m3ui.gateway.setup import app_gateway
@@ -31,7 +32,6 @@ from m3ui.ui.chat.view import build_chat_tab
 from m3ui.ui.connect_view import build_connect_tab
 from m3ui.ui.gradio_contacts.absent_modules import mark_absent
 from m3ui.ui.gradio_contacts.lazy_session_config import lazy_session_config
-from m3ui.ui.gradio_contacts.logins import GradioSessions
 from m3ui.ui.gradio_contacts.progress_targets import untrack_hidden_progress
 from m3ui.ui.gradio_contacts.queue_pacing import pace_queue
 from m3ui.ui.header_view import build_header
@@ -41,8 +41,9 @@ from m3ui.ui.tools.view import build_tools_tab
 from m3ui.web.asgi import client_address
 from m3ui.web.early_head import EarlyHead
 from m3ui.web.guards import install_guards
-from m3ui.web.mounts import GradioMount, end_sessions
-from m3ui.web.session_stamps import SessionStamps
+from m3ui.web.login_route import LoginDoor
+from m3ui.web.logins import Logins, end_sessions
+from m3ui.web.mounts import GradioMount
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 # Every page's styles, and its scripts (assets/js/*.js, each one concern, run once per page load).
@@ -56,6 +57,8 @@ ADMIN_FILES_PREFIX = "m3ui-admin-files-"
 UPLOAD_COMPONENTS = (gr.File, gr.Files, gr.UploadButton, gr.Image, gr.Audio, gr.Video, gr.Gallery, gr.Model3D,
                      gr.ImageEditor, gr.MultimodalTextbox)
 TITLE = "m3ui — MiniMax-M3 on SGLang + KT-Kernel"
+ADMIN_LOGIN_MESSAGE = "m3ui admin: sign in as 'admin' or with an admin account."
+CHAT_LOGIN_MESSAGE = "Sign in with your m3ui account."
 
 
 def build_main_app(services: AppServices) -> gr.Blocks:
@@ -96,6 +99,8 @@ def build_asgi_app(services: AppServices) -> fastapi.FastAPI:
     # first token, with a few dozen saved chats), and offers to upload them to a Hugging Face bucket.
     mounted = {"run_history": False, "max_file_size": DEFAULT_LIMITS.max_file_bytes}  # uploads: attachments
     mounts = []
+    doors: list[LoginDoor] = []
+    sessions = session_store(services) if policy.admin_login or policy.chat_login else None
     admin_files: list[str] = []
     if policy.admin_served:
         admin = build_admin_app(services)
@@ -103,12 +108,20 @@ def build_asgi_app(services: AppServices) -> fastapi.FastAPI:
         pace_queue(admin)
         untrack_hidden_progress(admin)
         admin_files.append(private_file_cache(app, admin))
+        admin_logins = Logins("admin", ADMIN_PATH, sessions, policy.session_stamp, policy.session_max_age_s) \
+            if sessions is not None and policy.admin_login else None
+        if admin_logins is not None:
+            doors.append(LoginDoor(admin_logins, policy.check_admin_login, ADMIN_LOGIN_MESSAGE))
         gr.mount_gradio_app(app, admin, path=ADMIN_PATH, css=css, head=head, allowed_paths=admin_files, **mounted,
-                            auth=off_the_loop(policy.check_admin_login) if policy.admin_login else None,
-                            auth_message="m3ui admin: log in as 'admin' or with an admin account")
-        mounts.append(gradio_mount(app, ADMIN_PATH, "admin", admin, policy.admin_login))
+                            auth_dependency=admin_logins.gradio_user if admin_logins is not None else None)
+        mounts.append(GradioMount(ADMIN_PATH, "admin", admin.fns, takes_uploads(admin), admin_logins))
     main = build_main_app(services)
-    chat = gradio_mount(app, "", "chat", main, policy.chat_login)  # its logins read once mounted, below
+    chat_logins = Logins("chat", "", sessions, policy.session_stamp, policy.session_max_age_s) \
+        if sessions is not None and policy.chat_login else None
+    if chat_logins is not None:
+        doors.append(LoginDoor(chat_logins, policy.check_chat_login, CHAT_LOGIN_MESSAGE,
+                               signup=policy.accounts is not None))
+    chat = GradioMount("", "chat", main.fns, takes_uploads(main), chat_logins)
     services.live_holder = live_holder(chat)
 
     def holder(scope: Scope) -> LiveHolder:
@@ -119,18 +132,17 @@ def build_asgi_app(services: AppServices) -> fastapi.FastAPI:
     app.router.routes.append(real_engine_route())
     app.router.routes.append(EarlyAsk(lambda *asked: services.send_early(*asked), chat.logged_in, chat.user,
                                       services.live_feeds, holder).route())
-    chat_auth = off_the_loop(policy.check_chat_login) if policy.chat_login else None
-    gr.mount_gradio_app(app, main, path="", css=css, head=head, auth=chat_auth, blocked_paths=admin_files, **mounted,
-                        auth_message="Sign in with your m3ui account. No account? Create one at /signup when the "
-                        "admin allows sign-up, or ask the admin.")
+    gr.mount_gradio_app(app, main, path="", css=css, head=head, blocked_paths=admin_files, **mounted,
+                        auth_dependency=chat_logins.gradio_user if chat_logins is not None else None)
     mounts.append(chat)
-    app.add_middleware(EarlyHead, snippet=page_head(EARLY_JS_DIR))
-    stamps = SessionStamps(policy.session_stamp)
-    services.end_sessions = lambda user, cookies: end_sessions(tuple(mounts), user, cookies, stamps.renew)
+    early = page_head(EARLY_JS_DIR)
+    app.add_middleware(EarlyHead, snippet=early)
+    every = tuple(door.logins for door in doors)
+    services.end_sessions = lambda user, cookies: end_sessions(every, user, cookies)
     gateway = app_gateway(services.link, policy.accounts, services.gateway_key, services.gateway_limits,
                           lambda: services.fleet)
     layer = {"gateway": gateway, "allowed_names": policy.allowed_hosts, "cors_origin": services.gateway_cors}
-    install_guards(app, policy, tuple(mounts), services.login_throttle, stamps, (GatewayLayer, layer))
+    install_guards(app, policy, tuple(mounts), tuple(doors), services.login_throttle, early, (GatewayLayer, layer))
     return app
 
 
@@ -138,7 +150,7 @@ def live_holder(chat: GradioMount) -> Callable[[str, str | None, Mapping[str, st
     """Who uses a live ticket, from a request's client address, user and cookies (the chat app's login token)."""
 
     def holder(client: str, user: str | None, cookies: Mapping[str, str]) -> LiveHolder:
-        return LiveHolder.of(client, user, chat.sessions.token_in(cookies) if chat.sessions is not None else None)
+        return LiveHolder.of(client, user, chat.logins.token_in(cookies) if chat.logins is not None else None)
 
     return holder
 
@@ -153,21 +165,11 @@ def private_file_cache(app: fastapi.FastAPI, blocks: gr.Blocks) -> str:
     return folder.name
 
 
-def off_the_loop(check: Callable[[str, str], bool]) -> Callable[[str, str], Awaitable[bool]]:
-    """An auth callable Gradio awaits: a password check (scrypt, ~0.1 s of CPU) runs in a worker thread, so a
-    login never stalls the answers streaming to everyone else."""
-
-    async def auth(username: str, password: str) -> bool:
-        return await asyncio.to_thread(check, username, password)
-
-    return auth
-
-
-def gradio_mount(app: fastapi.FastAPI, path: str, name: str, blocks: gr.Blocks, login: bool) -> GradioMount:
-    """What the guards need to know of the Gradio app mounted (or about to be) at `path`, its logins included."""
-    sessions = GradioSessions(app, path)
-    return GradioMount(path, name, blocks.fns, takes_uploads(blocks), sessions.logged_in,
-                       sessions if login else None)
+def session_store(services: AppServices) -> SessionStore:
+    """The login sessions, in the accounts database (one of its own in the data dir when the app runs without
+    accounts: an admin password, or tests' --chat-user pairs)."""
+    accounts = services.policy.accounts
+    return SessionStore(accounts.db if accounts is not None else SqliteDb(services.data_dir / DB_FILE_NAME))
 
 
 def takes_uploads(blocks: gr.Blocks) -> bool:

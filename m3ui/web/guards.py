@@ -1,6 +1,6 @@
 """Puts the guards around the ASGI app that mounts both Gradio apps, outermost first:
 cookies marked Secure over https → Host allow-list → Origin check → admin token (passwordless admin only) →
-login throttle → the sign-up page → sessions checked against the accounts → call checks."""
+m3ui's sign-in routes (throttled; pages without a session sent there) → the sign-up page → call checks."""
 
 from __future__ import annotations
 
@@ -13,26 +13,24 @@ from m3ui.web.admin_token import AdminTokenGuard
 from m3ui.web.api_guard import ApiGuard
 from m3ui.web.host_guard import HostGuard
 from m3ui.web.hosts import allowed_hosts
-from m3ui.web.login_guard import LoginGuard
+from m3ui.web.login_route import LoginDoor, LoginRoute
 from m3ui.web.login_throttle import LoginThrottle
 from m3ui.web.mounts import GradioMount
 from m3ui.web.origin_guard import OriginGuard
 from m3ui.web.secure_cookies import SecureCookies
-from m3ui.web.session_guard import SessionGuard
-from m3ui.web.session_stamps import SessionStamps
 from m3ui.web.signup import SignupRoute
 
 
 def install_guards(app: Starlette, policy: AccessPolicy, mounts: tuple[GradioMount, ...],
-                   throttle: LoginThrottle, stamps: SessionStamps,
+                   doors: tuple[LoginDoor, ...], throttle: LoginThrottle, login_head: str,
                    gateway: tuple[Any, dict[str, Any]] | None = None) -> None:
-    """`gateway`: the API gateway's layer and its arguments (m3ui/gateway/mount.py), inside the Host guard only."""
+    """`doors`: the apps' sign-ins (`login_head`: their page's <head>); `gateway`: the API gateway's layer and its
+    arguments (m3ui/gateway/mount.py), inside the Host guard only."""
     # add_middleware wraps what was added before, so the last one added runs first.
     app.add_middleware(ApiGuard, mounts=mounts)
-    app.add_middleware(SessionGuard, mounts=mounts, stamps=stamps, max_age_s=policy.session_max_age_s)
-    app.add_middleware(LoginGuard, mounts={m.prefix: m.name for m in mounts}, throttle=throttle)
     if policy.accounts is not None:
         app.add_middleware(SignupRoute, accounts=policy.accounts)
+    app.add_middleware(LoginRoute, doors=doors, throttle=throttle, head=login_head)
     admin = next((mount for mount in mounts if mount.name == "admin"), None)
     if admin is not None and policy.admin_open_locally:
         app.add_middleware(AdminTokenGuard, token=policy.admin_token, prefix=admin.prefix)

@@ -1,10 +1,9 @@
 """Marks every cookie `Secure` when the request came over https, so that a browser never sends it over plain http.
 
-Gradio's login sets two cookies with the same session token: `access-token-…` (Secure, for https) and
-`access-token-unsecure-…` (no Secure, so that a login over plain http works), and the admin token cookie
-(m3ui.web.admin_token) has no Secure either. Behind https the second copy would still go out over any plain http
-request to the same name. The scheme is the request's own, or, from a --trusted-proxy only, its
-X-Forwarded-Proto (uvicorn sets it into the scope).
+The session cookies (m3ui.web.login_route) and the admin token cookie (m3ui.web.admin_token) are set without
+Secure (a login over plain http must work); behind https they would still go out over any plain http request to
+the same name. One pass over every answer's cookies, so that none is forgotten. The scheme is the request's own,
+or, from a --trusted-proxy only, its X-Forwarded-Proto (uvicorn sets it into the scope).
 """
 
 from __future__ import annotations

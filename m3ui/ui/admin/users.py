@@ -1,8 +1,8 @@
 """The admin's Users tab: the accounts (add, disable/enable, reset password, change role, daily token quota),
 sign-up on or off, quotas per role, and everyone's usage per day. Every handler goes through AdminGuard.
 
-Changes reach signed-in people at once: a disabled or demoted account loses its sessions within a second or two
-(m3ui.web.session_guard), and a reset password ends every session of the account at once. Without accounts (an
+Changes reach signed-in people at once: a disabled or demoted account loses its sessions at its next request
+(m3ui.web.logins), and a reset password ends every session of the account at once. Without accounts (an
 app built without a database) the tab says so and wires nothing.
 """
 

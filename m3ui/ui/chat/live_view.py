@@ -11,7 +11,7 @@ import gradio as gr
 from m3ui.live.feed import LiveFeed, LiveFeeds, LiveRefused
 from m3ui.live.frame_diff import LiveFrame
 from m3ui.live.holder import LiveHolder
-from m3ui.ui.gradio_contacts.logins import request_origin
+from m3ui.ui.request_origin import request_origin
 
 # (client address, signed-in user, cookies) -> who uses a live ticket (AppServices.live_holder)
 HolderOf = Callable[[str, str | None, Mapping[str, str]], LiveHolder]
