@@ -34,8 +34,13 @@ class Timing:
     target: float
     unit: str = ""
     ratio: bool = False  # a share of an ideal 1.0, higher is better: its shortfall is what CI_SLACK multiplies
+    # A target not reached yet: CI fails past this bound instead (a gross regression from today's figure), while
+    # every run still prints the target's miss
+    open_ci_bound: float | None = None
 
     def bound(self, slack: float) -> float:
+        if slack != 1.0 and self.open_ci_bound is not None:
+            return self.open_ci_bound
         return 1 - slack * (1 - self.target) if self.ratio else self.target * slack
 
     def within(self, slack: float) -> bool:

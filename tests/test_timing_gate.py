@@ -23,6 +23,13 @@ def test_ci_doubles_a_cost_and_a_ratios_shortfall() -> None:
     assert "target <= 30 ms MISSED; CI bound <= 60 ms met" in ttft.line()
 
 
+def test_a_target_not_reached_yet_fails_ci_only_past_its_open_bound() -> None:
+    cpu = Timing("cpu", 0.05, 0.02, " ms", open_ci_bound=0.15)
+    assert not cpu.within(1.0) and cpu.within(2.0) and cpu.bound(2.0) == 0.15
+    assert not Timing("cpu", 0.16, 0.02, open_ci_bound=0.15).within(2.0)
+    assert "target <= 0.02 ms MISSED; CI bound <= 0.15 ms met" in cpu.line()
+
+
 def test_ci_from_flag_or_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not gate(["--check"], monkeypatch).ci
     assert gate(["--check", "--ci"], monkeypatch).ci
