@@ -51,15 +51,17 @@ DOWNLOAD_JS = "(document) => { window.m3uiChats.download(document); }"
 TIMES_JS = "(times) => { window.m3uiChats.times(times); }"
 TOGGLE_DRAWER_JS = "() => { window.m3uiChats.toggleDrawer(); }"
 # The page turns itself busy when an answer is asked for, at the click, so that no frame of the answer has to
-# carry the message box or the buttons (m3ui.ui.chat.following): outputs [send, stop], and for a question
-# [asked, message, send, stop] (the question moves out of the box; an empty one leaves everything as it was).
+# carry the message box or the buttons (m3ui.ui.chat.following): outputs [send, stop, continue], and for a question
+# [asked, message, send, stop, continue] (the question moves out of the box; an empty one leaves everything as it
+# was). Continue hides while an answer streams; `finish` shows it again when the last answer was cut.
 # Asking also opens the page's live channel, which the answer's frames take while it streams (m3ui.live).
-BUSY = "{__type__: 'update', visible: false}, {__type__: 'update', visible: true}"
+BUSY = ("{__type__: 'update', visible: false}, {__type__: 'update', visible: true}, "
+        "{__type__: 'update', visible: false}")
 BUSY_JS = f"() => {{ {OPEN_JS}; return [{BUSY}]; }}"
 # It also tells the server at once what it asks, with the form's settings (m3ui.live.early_ask). Attached files
 # with nothing typed are a question too: the files are what is asked about (assets/js/attach.js).
 ASK_JS = (f"(text, ...form) => {{ if (!(text || '').trim() && !window.m3uiAttach?.count()) "
-          f"return [text, undefined, undefined, undefined]; {OPEN_JS}; "
+          f"return [text, undefined, undefined, undefined, undefined]; {OPEN_JS}; "
           f"window.m3uiLive.ask(text, {json.dumps(FORM)}, form); "
           f"return [text, '', {BUSY}]; }}")
 
@@ -227,11 +229,12 @@ def _wire(ui: ChatTabUI, chat: ChatController, live_slots: LiveSlots, page: gr.B
     settings = [*ui.settings, live_slots.ticket]  # and the page's live channel (m3ui.ui.chat.live_view)
     asked = gr.Textbox(visible=False)  # the question, taken out of the message box by the page (ASK_JS)
     busy = [ui.send, ui.stop]
-    asking = gr.on([ui.message.submit, ui.send.click], None, [ui.message, *ui.settings], [asked, ui.message, *busy],
-                   js=ASK_JS)
+    turned_busy = [*busy, ui.continue_answer]  # BUSY's outputs
+    asking = gr.on([ui.message.submit, ui.send.click], None, [ui.message, *ui.settings],
+                   [asked, ui.message, *turned_busy], js=ASK_JS)
     for triggers in ([ui.regenerate.click, ui.chatbot.retry], [ui.chatbot.edit], [ui.retry_from.click],
                      [ui.continue_answer.click]):
-        gr.on(triggers, None, None, busy, js=BUSY_JS)
+        gr.on(triggers, None, None, turned_busy, js=BUSY_JS)
     answers = [
         # "multiple": a question the page took out of the box is always sent (a refused one comes back)
         before_send(ui.attachments, attach, asking, asked, ui.library, ui.system_prompt, ui.max_tokens, ui.message,

@@ -107,7 +107,7 @@ def build_layout(first_chat: SavedChat) -> ToolsTabUI:
                 send = gr.Button("Send", variant="primary", scale=1, min_width=80, elem_id="m3-tools-send")
                 stop = gr.Button("■ Stop", variant="stop", scale=1, min_width=80, visible=False,
                                  elem_id="m3-tools-stop")
-            with gr.Row():
+            with gr.Row(elem_classes=["m3-tools-actions"]):
                 regenerate = gr.Button("↻ Regenerate", size="sm", elem_id="m3-tools-regenerate")
                 clear = gr.Button("Clear", size="sm", elem_id="m3-tools-clear")
                 export_md = gr.Button("⬇ Markdown", size="sm", elem_id="m3-tools-export-md")
@@ -124,11 +124,13 @@ def build_layout(first_chat: SavedChat) -> ToolsTabUI:
             thinking_mode = thinking_mode_radio()
             require_approval = gr.Checkbox(False, label="Approve each call before it runs",
                                            elem_id="m3-require-approval")
-            with gr.Row():
+            # Each with a one-line note, so that their number boxes sit level side by side (stacked on a phone)
+            with gr.Row(elem_classes=["m3-tool-limits"]):
                 max_steps = gr.Slider(1, 10, value=DEFAULT_OPTIONS.max_steps, step=1, label="Step limit",
-                                      info="requests to the model per question")
+                                      info="requests to the model per question", elem_id="m3-tools-max-steps")
                 tool_timeout = gr.Slider(1, 60, value=DEFAULT_OPTIONS.tool_timeout_s, step=1,
-                                         label="Tool timeout (s)")
+                                         label="Tool timeout (s)", info="how long one call may run",
+                                         elem_id="m3-tools-timeout")
             # No minimum/maximum here: Gradio would refuse a bad value with an error over the chat; the handler
             # says what to fix instead and leaves the page as it was.
             stall_seconds = gr.Number(DEFAULT_SETTINGS.stall_seconds, label="Stall limit (s)",
