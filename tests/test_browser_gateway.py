@@ -11,6 +11,7 @@ from pathlib import Path
 
 import openai
 import pytest
+from playwright.sync_api import expect
 
 from m3ui.accounts import AccountStore
 from tests.app_process import running_app
@@ -90,3 +91,20 @@ def test_create_a_key_connect_and_test_it(app, tmp_path, width):
         page.wait_for_function("() => document.querySelector('#m3-connect-result textarea, #m3-connect-result input')"
                                ".value.startsWith('Refused')", timeout=15_000)
         assert "401" in result.input_value()
+
+
+def test_revoke_is_off_until_a_key_id_is_typed_and_the_connect_page_shows_commands_as_code(app):
+    with chromium_page(viewport=(1440, 900)) as page:
+        sign_in(page, app.url + "/", *BOB)
+        open_tab(page, "Account")
+        revoke = page.locator("#m3-key-revoke")
+        expect(revoke).to_be_disabled()  # red and destructive, with nothing to act on
+        typed = page.locator("#m3-key-revoke-id input, #m3-key-revoke-id textarea").first
+        typed.fill("0123456789ab")
+        expect(revoke).to_be_enabled()
+        typed.fill("  ")
+        expect(revoke).to_be_disabled()
+        open_tab(page, "Connect")
+        title = page.locator("#m3-connect-title-claude-code")
+        expect(title.locator("code")).to_have_text("claude")
+        assert "`" not in title.inner_text()

@@ -11,6 +11,7 @@ from m3ui.accounts.usage import local_time
 from m3ui.services import AppServices
 from m3ui.ui.monitor.format import esc
 
+REVOKE_READY_JS = "(id) => ({__type__: 'update', interactive: !!(id || '').trim()})"
 ONCE_NOTE = "Copy it now: it is shown this once (only its hash is kept). Connect an agent with it in the Connect tab."
 
 
@@ -57,8 +58,11 @@ class ApiKeysSection:
     def revoke(self, key_id: str, request: gr.Request) -> tuple[str, str]:
         name = self._person(request)
         assert self.keys is not None
+        if not (key_id or "").strip():  # the button is off until an id is typed; a direct call gets told so
+            raise gr.Error("Enter the id of the key to revoke (the first column of the table above).",
+                           title="Not revoked")
         try:
-            key = self.keys.revoke(key_id or "", by=name)
+            key = self.keys.revoke(key_id, by=name)
         except AccountError as exc:
             raise gr.Error(str(exc), title="Not revoked") from None
         gr.Info(f"API key {key.id} revoked: it stops working at once.")
@@ -77,7 +81,9 @@ def build_api_keys(services: AppServices, shown: gr.Tab) -> None:
                          elem_id="m3-key-new")
     with gr.Row():
         revoke_id = gr.Textbox(label="Key id to revoke", max_length=20, elem_id="m3-key-revoke-id")
-        revoke = gr.Button("Revoke", variant="stop", elem_id="m3-key-revoke")
+        revoke = gr.Button("Revoke", variant="stop", interactive=False, elem_id="m3-key-revoke")
     gr.on([shown.select], section.listed, None, table, api_visibility="private", show_progress="hidden")
     create.click(section.create, [label, days], [new_key, label, table], api_visibility="private")
     revoke.click(section.revoke, [revoke_id], [revoke_id, table], api_visibility="private")
+    # Red and destructive: on only while an id is typed (in the page, no round trip)
+    revoke_id.change(None, [revoke_id], [revoke], js=REVOKE_READY_JS, api_visibility="private")

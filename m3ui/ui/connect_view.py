@@ -4,6 +4,8 @@ the gateway from the browser itself (GET /v1/models with it)."""
 
 from __future__ import annotations
 
+import html
+import re
 from typing import Literal
 
 import gradio as gr
@@ -28,6 +30,11 @@ TEST_KEY_JS = """async (key) => {
 }"""
 
 
+def where_html(where: str) -> str:
+    """A setting's `where` as the page shows it: escaped, its `command` spans as code rather than raw backticks."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(where))
+
+
 def server_url(request: gr.Request | None) -> str:
     """This app's URL as the person's browser reached it."""
     headers = request.headers if request is not None else {}
@@ -50,7 +57,7 @@ def build_connect_tab(services: AppServices, shown: gr.Tab) -> None:
     blocks: list[tuple[gr.HTML, gr.Code]] = []
     for setting in client_settings("http://127.0.0.1:7860", DEFAULT_MODEL):
         slug = setting.client.lower().replace(" ", "-").replace(":", "")
-        title = gr.HTML(f'<div class="m3-connect-client"><b>{setting.client}</b> — {setting.where}</div>',
+        title = gr.HTML(f'<div class="m3-connect-client"><b>{setting.client}</b> — {where_html(setting.where)}</div>',
                         elem_id=f"m3-connect-title-{slug}")
         code = gr.Code(language=CODE_LANGUAGE[setting.language], interactive=False, show_label=False,
                        elem_id=f"m3-connect-{slug}", elem_classes=["m3-connect-code"])
