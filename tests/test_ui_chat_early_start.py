@@ -74,6 +74,8 @@ def test_a_request_sent_early_for_something_else_is_cancelled_and_the_answer_ask
         updates = answer(chat, chat.send("Hello?", library, *FORM_VALUES, PAGE, request()))
         assert server.client_disconnected.wait(5), "the engine must see the early request dropped"
     assert len(server.requests) == 2
+    # first asked to abort by its request id; this server has no /abort_request (404), so the connection is closed
+    assert [a["rid"] for a in server.aborts] == [server.requests[0]["rid"]] and "rid" not in server.requests[1]
     assert server.requests[1]["messages"][0] == {"role": "system", "content": "Be brief."}
     assert updates[-1][LIBRARY].active.conversation.turns[-1].content == "Right one."
 
