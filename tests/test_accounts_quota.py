@@ -87,10 +87,10 @@ def settled(ledger, user: str, requests: int, within_s: float = 20.0):
     raise AssertionError(f"{user}'s {requests} requests were not settled within {within_s} s: {ledger.days(user)}")
 
 
-def engine_prompt_tokens(link) -> int:
-    """What the engine itself counts for QUESTION's prompt (a request of one token, read over HTTP)."""
+def engine_prompt_tokens(link, question: str = QUESTION) -> int:
+    """What the engine itself counts for `question`'s prompt (a request of one token, read over HTTP)."""
     endpoint = link.endpoint()
-    body = json.dumps({"model": endpoint.model, "messages": [{"role": "user", "content": QUESTION}],
+    body = json.dumps({"model": endpoint.model, "messages": [{"role": "user", "content": question}],
                        "max_tokens": 1, "chat_template_kwargs": {"thinking_mode": "adaptive"}}).encode()
     request = urllib.request.Request(f"{endpoint.base_url}/chat/completions", body,
                                      {"Content-Type": "application/json"})
@@ -123,14 +123,16 @@ def test_an_early_request_nobody_takes_is_charged_what_the_engine_reports(link, 
     """Aborted by its request id (POST /abort_request), its stream still ends with the engine's usage chunk: the
     ledger records that prompt and what it generated before the abort, not the prompt bound."""
     runner = link_runner(link, meter=AnswerMeter(ledger))
-    assert runner.send_early("page-a", QUESTION, ask("bob", max_tokens=4000))
-    early = runner.early.take("page-a", "bob", QUESTION)
+    count = "Count to 1000."  # the sim answers it in 2002 tokens, 5 s at its 400 tokens/s
+    request = AnswerRequest(new_chat().with_conversation(Conversation().ask(count)), GenerationSettings(), user="bob")
+    assert runner.send_early("page-a", count, request)
+    early = runner.early.take("page-a", "bob", count)
     assert early is not None
-    time.sleep(0.5)  # the engine generates meanwhile (400 tokens/s): nobody reads it
+    time.sleep(0.5)  # the engine generates meanwhile: nobody reads it
     early.cancel()  # what an answer asking something else does
     bob = settled(ledger, "bob", 1)
-    assert bob.prompt_tokens == engine_prompt_tokens(link)
-    assert 10 < bob.completion_tokens < 4000, "what it generated before the abort, not 0 and not max_tokens"
+    assert bob.prompt_tokens == engine_prompt_tokens(link, count)
+    assert 10 < bob.completion_tokens < 2002, "what it generated before the abort: not 0, not the whole answer"
     assert ledger.held.total(ledger.accounts.get("bob").id) == 0
 
 

@@ -85,12 +85,13 @@ class Scheduler:
 
     def abort(self, rid: str) -> None:
         """POST /abort_request {"rid"}: an unknown rid is ignored (tokenizer_manager.abort_request). A queued
-        request is dropped when it would be admitted, its stream cut without a finish or usage chunk (0.7.2's
+        request is dropped at once, its stream cut without a finish or usage chunk (0.7.2's
         _handle_abort_req leaves out prompt_tokens, and serving_chat's stream dies on the KeyError); a running one
         runs one more decode pass, then finishes with `abort` (scheduler.abort_request's to_finish), and its
         stream still ends with the finish chunk and the usage chunk."""
         if rid in self._running:
             self._aborting.add(rid)
+            self._freed.set()  # a queued one is dropped at once (scheduler.abort_request pops the waiting queue)
 
     def _forward(self, job: Job, tokens: int) -> float:
         """Route one forward pass and record it; returns its decode step time relative to an all-GPU step."""
@@ -103,12 +104,16 @@ class Scheduler:
         m = self._metrics
         return m.running < self._plan.max_running_requests and m.used_tokens + tokens <= self._plan.max_total_num_tokens
 
-    async def _admit(self, tokens: int) -> None:
+    async def _admit(self, tokens: int, rid: str) -> None:
         self._metrics.waiting += 1
         try:
-            while not self._fits(tokens):
+            while rid not in self._aborting:
+                if self._fits(tokens):
+                    break
                 self._freed.clear()
                 await self._freed.wait()
+            else:
+                raise AbortedInQueue(rid)
         finally:
             self._metrics.waiting -= 1
         self._metrics.running += 1
@@ -170,14 +175,13 @@ class Scheduler:
         budget = len(job.prompt) + len(job.output)
         self._running.add(job.rid)
         try:
-            await self._admit(budget)
+            await self._admit(budget, job.rid)
         except BaseException:
             self._running.discard(job.rid)
+            self._aborting.discard(job.rid)
             raise
         finished = False
         try:
-            if job.rid in self._aborting:
-                raise AbortedInQueue(job.rid)
             queued = time.monotonic() - received
             cached, prefill_seconds = await self._prefill(job)
             # Unthrottled, nothing waits: the metrics report the simulated time instead of the (zero) wall time.
