@@ -17,12 +17,14 @@ from m3ui.accounts.meter import AnswerMeter
 from m3ui.accounts.usage import QuotaRefused, prompt_bound
 from m3ui.chat_session import AnswerRequest
 from m3ui.chat_session.early_starts import EarlyStarts
-from m3ui.client import GenerationSettings
+from m3ui.client import ChatClient, EndpointConfig, GenerationSettings
 from m3ui.conversation import AssistantTurn, Conversation
 from m3ui.conversation.library import new_chat
 from m3ui.conversation.openai_messages import to_openai_messages
 from m3ui.ui.chat.controls import link_runner
+from tests.sse_replay import ReplayServer, SseReply, chunk
 from tests.test_accounts_usage import ledger, link
+from tests.test_ui_chat_early_start import wait_for
 
 FIXTURES = (ledger, link)  # test_accounts_usage's: a simulated engine, and a ledger over two accounts
 
@@ -166,3 +168,18 @@ def test_sixteen_concurrent_asks_keep_the_ledger_consistent(link, ledger):
     (bob,) = ledger.days("bob")
     assert bob.tokens <= quota, f"{bob.tokens} tokens used on a {quota}-token quota"
     assert bob.requests >= 8 and bob.completion_tokens > 0
+
+
+def test_without_an_abort_route_an_unclaimed_early_request_is_charged_its_prompt_bound(ledger):
+    """A server with no /abort_request (sglang-router 0.3.2, another OpenAI server) answers 404: the request is
+    closed as before, and charged its prompt bound."""
+    with ReplayServer([SseReply((chunk(content="never read"),), hold_open_s=10)]) as server:
+        client = ChatClient(EndpointConfig(base_url=server.base_url))
+        messages = [{"role": "user", "content": QUESTION}]
+        early = AnswerMeter(ledger).client(client, "bob").send_early(messages, GenerationSettings(max_tokens=100))
+        wait_for(lambda: len(server.requests) == 1)
+        early.cancel()
+        assert server.client_disconnected.wait(5), "the connection is closed"
+        bob = settled(ledger, "bob", 1)
+    assert server.aborts == [{"rid": server.requests[0]["rid"]}]
+    assert (bob.prompt_tokens, bob.completion_tokens) == (prompt_bound(messages, []), 0)
