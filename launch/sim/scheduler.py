@@ -176,9 +176,11 @@ class Scheduler:
         self._running.add(job.rid)
         try:
             await self._admit(budget, job.rid)
-        except BaseException:
+        except BaseException as exc:
             self._running.discard(job.rid)
             self._aborting.discard(job.rid)
+            if isinstance(exc, AbortedInQueue):
+                self._metrics.finished(time.monotonic() - received, aborted=True)
             raise
         finished = False
         try:
@@ -211,8 +213,8 @@ class Scheduler:
                 self._metrics.decoded(1, seconds)
                 self._log_decode()
                 finished = i == limit - 1
-                if job.rid in self._aborting:
-                    finished = True
+                if job.rid in self._aborting:  # counted as aborted (num_aborted_requests_total)
+                    finished = False
                     yield Step(job.output[i], i + 1, Finish("abort"))
                     break
                 if not finished:
