@@ -7,6 +7,7 @@ question goes first on it and Gradio's first frame waits for the answer's first 
 from __future__ import annotations
 
 import gc
+import threading
 import time
 
 import httpx
@@ -14,7 +15,7 @@ import pytest
 
 from m3ui.chat_session import ChatRunner
 from m3ui.chat_session.early_starts import EarlyStarts
-from m3ui.client import ChatClient, EndpointConfig, GenerationSettings
+from m3ui.client import ChatClient, EndpointConfig, GenerationSettings, early_request
 from m3ui.client.early_request import EarlyRequest
 from m3ui.client.events import ContentDelta, Finished
 from m3ui.conversation.library import ChatLibrary
@@ -225,3 +226,28 @@ def test_with_the_channel_open_the_question_goes_first_on_it_and_gradios_first_f
     assert any("Soon" in text for item in seen[:first_gradio] for text in item[2]), seen[:first_gradio]
     outbox = seen[first_gradio][1]["outbox"]
     assert ChatLibrary.from_records(outbox).active.conversation.turns[0].content == "Hello?"  # still saved first
+
+
+def test_past_the_wind_down_limit_a_cancelled_request_is_closed_at_once(monkeypatch):
+    """Each cancelled request is wound down (aborted on the engine, its usage read) in a thread of its own, but only
+    so many at once: past that, one is closed at once and reports nothing (its bound is charged)."""
+    monkeypatch.setattr(early_request, "_winding_down", threading.BoundedSemaphore(1))
+    release, reported = threading.Event(), []
+
+    def held(response: object) -> tuple[int, int]:
+        release.wait(10)  # an engine slow to end it
+        return (7, 3)
+
+    with ReplayServer([SseReply((chunk(content="never read"),), hold_open_s=10) for _ in range(2)]) as server:
+        client = ChatClient(EndpointConfig(base_url=server.base_url))
+        opener = client._opener(client._kwargs([{"role": "user", "content": "hi"}], GenerationSettings(), (), "auto"))
+        first, second = (EarlyRequest(client, {}, opener, time.monotonic(), wind_down=held) for _ in range(2))
+        for early in (first, second):
+            early.on_cancel(reported.append)
+        wait_for(lambda: len(server.requests) == 2)
+        first.cancel()
+        second.cancel()
+        wait_for(lambda: reported == [None])  # the second, closed at once while the first is still winding down
+        assert server.client_disconnected.wait(5)
+        release.set()
+        wait_for(lambda: reported == [None, (7, 3)])

@@ -21,6 +21,10 @@ from m3ui.client.stream import HttpResponse
 
 EXPIRES_S = 10.0  # an early request not taken by then is cancelled (Gradio's own path takes well under a second)
 OPEN_WAIT_S = 5.0  # a cancelled request whose response has not come yet is waited for this long to abort it
+# Cancelled requests being wound down at once, each in a thread for up to ~10 s (a hung engine): past that, a
+# flood of asks gets its requests closed at once (charged their bound) rather than a thread each
+MAX_WINDING_DOWN = 32
+_winding_down = threading.BoundedSemaphore(MAX_WINDING_DOWN)
 # What a cancelled request used, as the engine reported it: (prompt, completion) tokens, or None (not known)
 EngineUsage = tuple[int, int] | None
 
@@ -98,27 +102,30 @@ class EarlyRequest:
             if self._state not in ("open", "taken"):
                 return
             self._state = "cancelled"
+            wind_down = self._wind_down if self._wind_down is not None and _winding_down.acquire(False) else None
             response = None
-            if self._wind_down is None:  # closed here; else by the thread that winds it down
+            if wind_down is None:  # closed here; else by the thread that winds it down
                 self._discarded, response, self._response = True, self._response, None
         self._expiry.cancel()
-        if self._wind_down is None:
+        if wind_down is None:
             if response is not None:
                 response.close()
             self._cancelled(None)
         else:
-            threading.Thread(target=self._end_on_engine, args=(self._wind_down,), name="early-request-abort",
+            threading.Thread(target=self._end_on_engine, args=(wind_down,), name="early-request-abort",
                              daemon=True).start()
 
     def _end_on_engine(self, wind_down: Callable[[HttpResponse], EngineUsage]) -> None:
-        self._opened.wait(OPEN_WAIT_S)
-        with self._lock:
-            response, self._response, self._discarded = self._response, None, True
         usage: EngineUsage = None
+        response = None
         try:
+            self._opened.wait(OPEN_WAIT_S)
+            with self._lock:
+                response, self._response, self._discarded = self._response, None, True
             if response is not None:
                 usage = wind_down(response)
         finally:
+            _winding_down.release()
             if response is not None:
                 response.close()
             self._cancelled(usage)
