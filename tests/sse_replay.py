@@ -105,6 +105,7 @@ class ReplayServer:
     def __init__(self, replies: Iterable[Reply]) -> None:
         self.replies = list(replies)
         self.requests: list[dict[str, object]] = []
+        self.aborts: list[dict[str, object]] = []  # POST /abort_request bodies (answered 404: no sglang route here)
         self.headers: list[dict[str, str]] = []
         self.client_disconnected = threading.Event()
         self._lock = threading.Lock()
@@ -143,6 +144,10 @@ def _handler_for(server: ReplayServer) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+            if self.path == "/abort_request":  # an OpenAI-compatible server that is not sglang has no such route
+                server.aborts.append(body)
+                self._send_json(JsonReply(404, {"detail": "Not Found"}))
+                return
             reply = server._record(body, dict(self.headers))
             try:
                 if isinstance(reply, JsonReply):

@@ -7,6 +7,7 @@ question goes first on it and Gradio's first frame waits for the answer's first 
 from __future__ import annotations
 
 import gc
+import threading
 import time
 
 import httpx
@@ -14,7 +15,7 @@ import pytest
 
 from m3ui.chat_session import ChatRunner
 from m3ui.chat_session.early_starts import EarlyStarts
-from m3ui.client import ChatClient, EndpointConfig, GenerationSettings
+from m3ui.client import ChatClient, EndpointConfig, GenerationSettings, early_request
 from m3ui.client.early_request import EarlyRequest
 from m3ui.client.events import ContentDelta, Finished
 from m3ui.conversation.library import ChatLibrary
@@ -74,6 +75,8 @@ def test_a_request_sent_early_for_something_else_is_cancelled_and_the_answer_ask
         updates = answer(chat, chat.send("Hello?", library, *FORM_VALUES, PAGE, request()))
         assert server.client_disconnected.wait(5), "the engine must see the early request dropped"
     assert len(server.requests) == 2
+    # first asked to abort by its request id; this server has no /abort_request (404), so the connection is closed
+    assert [a["rid"] for a in server.aborts] == [server.requests[0]["rid"]] and "rid" not in server.requests[1]
     assert server.requests[1]["messages"][0] == {"role": "system", "content": "Be brief."}
     assert updates[-1][LIBRARY].active.conversation.turns[-1].content == "Right one."
 
@@ -223,3 +226,28 @@ def test_with_the_channel_open_the_question_goes_first_on_it_and_gradios_first_f
     assert any("Soon" in text for item in seen[:first_gradio] for text in item[2]), seen[:first_gradio]
     outbox = seen[first_gradio][1]["outbox"]
     assert ChatLibrary.from_records(outbox).active.conversation.turns[0].content == "Hello?"  # still saved first
+
+
+def test_past_the_wind_down_limit_a_cancelled_request_is_closed_at_once(monkeypatch):
+    """Each cancelled request is wound down (aborted on the engine, its usage read) in a thread of its own, but only
+    so many at once: past that, one is closed at once and reports nothing (its bound is charged)."""
+    monkeypatch.setattr(early_request, "_winding_down", threading.BoundedSemaphore(1))
+    release, reported = threading.Event(), []
+
+    def held(response: object) -> tuple[int, int]:
+        release.wait(10)  # an engine slow to end it
+        return (7, 3)
+
+    with ReplayServer([SseReply((chunk(content="never read"),), hold_open_s=10) for _ in range(2)]) as server:
+        client = ChatClient(EndpointConfig(base_url=server.base_url))
+        opener = client._opener(client._kwargs([{"role": "user", "content": "hi"}], GenerationSettings(), (), "auto"))
+        first, second = (EarlyRequest(client, {}, opener, time.monotonic(), wind_down=held) for _ in range(2))
+        for early in (first, second):
+            early.on_cancel(reported.append)
+        wait_for(lambda: len(server.requests) == 2)
+        first.cancel()
+        second.cancel()
+        wait_for(lambda: reported == [None])  # the second, closed at once while the first is still winding down
+        assert server.client_disconnected.wait(5)
+        release.set()
+        wait_for(lambda: reported == [None, (7, 3)])

@@ -125,6 +125,18 @@ def create_app(engine: Engine, args: SimArgs) -> FastAPI:
         idle = snap.running + snap.waiting == 0  # the scheduler refuses to flush while requests run or wait
         return Response(FLUSH_CACHE_TEXT, status_code=200 if idle else HTTPStatus.BAD_REQUEST)
 
+    @app.post("/abort_request")
+    async def abort_request(request: Request) -> Response:
+        # AbortReq's body: {"rid": ..., "abort_all": false}; the answer is an empty 200 whether or not it knew the rid
+        try:
+            body = json.loads(await request.body())
+        except ValueError:
+            body = None
+        if not isinstance(body, dict) or not isinstance(body.get("rid", ""), str):
+            return error_response("the body must be an AbortReq object: {\"rid\": \"...\"}")
+        engine.scheduler.abort(body.get("rid", ""))
+        return Response(status_code=200)
+
     if engine.metrics.registry is not None:
         @app.get("/metrics")
         async def metrics() -> Response:

@@ -29,6 +29,10 @@ PREFIX_CACHE_ENTRIES = 64
 UNTHROTTLED_PASS_TOKENS = 32  # without pacing, route decode tokens in groups to keep the CPU cost low
 
 
+class AbortedInQueue(Exception):
+    """A request POST /abort_request named while it waited: its stream is cut (see Scheduler.abort)."""
+
+
 @dataclass(frozen=True)
 class Finish:
     kind: Literal["stop", "length", "abort"]
@@ -76,6 +80,18 @@ class Scheduler:
         self._freed = asyncio.Event()
         self._recent_prompts: deque[tuple[str, ...]] = deque(maxlen=PREFIX_CACHE_ENTRIES)
         self._decode_steps = 0
+        self._running: set[str] = set()  # rids of requests admitted or waiting (tokenizer_manager.rid_to_state)
+        self._aborting: set[str] = set()  # rids POST /abort_request named, dropped at their next step
+
+    def abort(self, rid: str) -> None:
+        """POST /abort_request {"rid"}: an unknown rid is ignored (tokenizer_manager.abort_request). A queued
+        request is dropped at once, its stream cut without a finish or usage chunk (0.7.2's
+        _handle_abort_req leaves out prompt_tokens, and serving_chat's stream dies on the KeyError); a running one
+        runs one more decode pass, then finishes with `abort` (scheduler.abort_request's to_finish), and its
+        stream still ends with the finish chunk and the usage chunk."""
+        if rid in self._running:
+            self._aborting.add(rid)
+            self._freed.set()  # a queued one is dropped at once (scheduler.abort_request pops the waiting queue)
 
     def _forward(self, job: Job, tokens: int) -> float:
         """Route one forward pass and record it; returns its decode step time relative to an all-GPU step."""
@@ -88,12 +104,16 @@ class Scheduler:
         m = self._metrics
         return m.running < self._plan.max_running_requests and m.used_tokens + tokens <= self._plan.max_total_num_tokens
 
-    async def _admit(self, tokens: int) -> None:
+    async def _admit(self, tokens: int, rid: str) -> None:
         self._metrics.waiting += 1
         try:
-            while not self._fits(tokens):
+            while rid not in self._aborting:
+                if self._fits(tokens):
+                    break
                 self._freed.clear()
                 await self._freed.wait()
+            else:
+                raise AbortedInQueue(rid)
         finally:
             self._metrics.waiting -= 1
         self._metrics.running += 1
@@ -153,7 +173,15 @@ class Scheduler:
             return
         received = time.monotonic()
         budget = len(job.prompt) + len(job.output)
-        await self._admit(budget)
+        self._running.add(job.rid)
+        try:
+            await self._admit(budget, job.rid)
+        except BaseException as exc:
+            self._running.discard(job.rid)
+            self._aborting.discard(job.rid)
+            if isinstance(exc, AbortedInQueue):
+                self._metrics.finished(time.monotonic() - received, aborted=True)
+            raise
         finished = False
         try:
             queued = time.monotonic() - received
@@ -185,6 +213,10 @@ class Scheduler:
                 self._metrics.decoded(1, seconds)
                 self._log_decode()
                 finished = i == limit - 1
+                if job.rid in self._aborting:  # counted as aborted (num_aborted_requests_total)
+                    finished = False
+                    yield Step(job.output[i], i + 1, Finish("abort"))
+                    break
                 if not finished:
                     yield Step(job.output[i], i + 1)
                 elif ends and job.end is not None:
@@ -195,5 +227,7 @@ class Scheduler:
                 finished = True
                 yield Step("", end_tokens, job.end) if ends and job.end else Step("", 0, Finish("length"))
         finally:
+            self._running.discard(job.rid)
+            self._aborting.discard(job.rid)
             self._release(budget)
             self._metrics.finished(time.monotonic() - received, aborted=not finished)

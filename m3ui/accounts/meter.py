@@ -4,7 +4,8 @@ Each engine request of an answer (a tool loop makes several) goes through a Mete
 request's tokens in the person's ledger before it is sent, with `max_tokens` capped at what is left of the quota,
 and settles the real figure when its stream ends. A stream cut short reports no usage: it is charged its prompt
 bound plus the pieces it streamed (one token each). An early request (m3ui.client.early_request) reserves when it
-is sent; the answer that takes it inherits the reservation, and one nobody takes is charged as cut short.
+is sent; the answer that takes it inherits the reservation, and one nobody takes is charged what the engine
+reported for it once aborted (its prompt and what it generated before the abort), else its prompt bound.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import replace
 
 from m3ui.accounts.usage import AnswerUsage, QuotaRefused, Reservation, UsageLedger, prompt_bound, unmetered
 from m3ui.client.client import ChatClient
-from m3ui.client.early_request import EarlyRequest
+from m3ui.client.early_request import EarlyRequest, EngineUsage
 from m3ui.client.events import (
     ContentDelta,
     Finished,
@@ -98,11 +99,12 @@ class MeteredClient:
 
     def send_early(self, messages: Sequence[WireMessage], settings: GenerationSettings,
                    tools: Sequence[WireTool] = (), tool_choice: ToolChoice = "auto") -> EarlyRequest:
-        """QuotaRefused when nothing is left; a request nobody takes is charged as cut short when cancelled."""
+        """QuotaRefused when nothing is left; a request nobody takes is charged, when cancelled, what the engine
+        reported it used, or its prompt bound when it reported nothing."""
         reservation, capped = self._reserve(messages, settings, tools)
         early = self._client.send_early(messages, capped, tools, tool_choice)
         early.attachment = reservation
-        early.on_cancel(lambda: reservation.settle(AnswerUsage(reservation.prompt_tokens, 0, 0.0)))
+        early.on_cancel(lambda used: reservation.settle(_cancelled_usage(reservation, used)))
         return early
 
     def stream(self, messages: Sequence[WireMessage], settings: GenerationSettings, tools: Sequence[WireTool] = (),
@@ -123,6 +125,11 @@ class MeteredClient:
                 early.cancel()
             return MeteredStream(None, unmetered(None), refused.message)
         return MeteredStream(self._client.stream(messages, capped, tools, tool_choice, read_gap, early), reservation)
+
+
+def _cancelled_usage(reservation: Reservation, used: EngineUsage) -> AnswerUsage:
+    prompt, completion = used if used is not None else (reservation.prompt_tokens, 0)
+    return AnswerUsage(prompt, completion, 0.0)
 
 
 def _capped(settings: GenerationSettings, reservation: Reservation) -> GenerationSettings:

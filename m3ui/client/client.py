@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import openai
 
 from m3ui.client.chunk_merging import merge_streamed_chunks
 from m3ui.client.early_request import EarlyRequest
+from m3ui.client.engine_abort import abort, new_rid, usage_at_end
 from m3ui.client.http_library import http
 from m3ui.client.request import ToolChoice, WireMessage, WireTool, chat_request_kwargs
 from m3ui.client.settings import EndpointConfig, GenerationSettings
@@ -70,9 +71,20 @@ class ChatClient:
         tools: Sequence[WireTool] = (),
         tool_choice: ToolChoice = "auto",
     ) -> EarlyRequest:
-        """Send now the request `stream()` with the same arguments will make (see early_request.py)."""
+        """Send now the request `stream()` with the same arguments will make (see early_request.py), under a
+        request id of its own (outside what is compared), so that, not taken, it can be aborted on the engine
+        and still report what it used (engine_abort.py)."""
         kwargs = self._kwargs(messages, settings, tools, tool_choice)
-        return EarlyRequest(self, kwargs, self._opener(kwargs), self._clock())
+        rid = new_rid()
+        body = cast(dict[str, object], kwargs["extra_body"])
+        sent = {**kwargs, "extra_body": {**body, "rid": rid}}
+
+        def wind_down(response: HttpResponse) -> tuple[int, int] | None:
+            if not abort(self.endpoint.base_url, self.endpoint.api_key, rid):
+                return None
+            return usage_at_end(response)
+
+        return EarlyRequest(self, kwargs, self._opener(sent), self._clock(), wind_down=wind_down)
 
     def _kwargs(self, messages: Sequence[WireMessage], settings: GenerationSettings, tools: Sequence[WireTool],
                 tool_choice: ToolChoice) -> dict[str, object]:

@@ -112,7 +112,7 @@ class ChatStream:
             response = self._response
         if response is None or response.is_closed:
             return
-        _disconnect(response)
+        disconnect(response)
 
     def _events(self) -> Iterator[StreamEvent]:
         timer = StreamTimer(self._clock, self._sent_at)
@@ -158,7 +158,7 @@ class ChatStream:
                     yield end
                     return
                 if end == "capped":
-                    _disconnect(response)  # the engine sees the disconnect and stops generating
+                    disconnect(response)  # the engine sees the disconnect and stops generating
                 if end is not None:
                     break
         except _READ_FAILURES as exc:
@@ -343,7 +343,7 @@ def _pace_reads(response: HttpResponse, gap: ReadGap, timer: StreamTimer, stoppe
     network_stream.read = paced_read
 
 
-def _disconnect(response: HttpResponse) -> None:
+def disconnect(response: HttpResponse) -> None:
     # A transport without a socket to shut down is closed instead: that takes effect at its next byte.
     if not _shutdown_socket(response):
         response.close()
