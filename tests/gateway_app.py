@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -45,6 +46,15 @@ class GatewayApp:
         finally:
             store.close()
         return days[0] if days else None
+
+    def usage_after(self, person: str, requests: int, timeout: float = 10) -> DayUsage:
+        """The person's usage once `requests` of theirs are settled: the gateway settles a request once its last byte
+        is sent, so a client may hold its answer a moment before the ledger does."""
+        deadline = time.monotonic() + timeout
+        while (day := self.usage(person)) is None or day.requests < requests:
+            assert time.monotonic() < deadline, (person, day)
+            time.sleep(0.05)
+        return day
 
     def set_quota(self, person: str, tokens: int | None) -> None:
         store = AccountStore.open(self.app.data_dir)

@@ -68,7 +68,7 @@ def test_a_used_up_quota_refuses_before_sending(link, ledger):
     ledger.accounts.set_quota("bob", used)
     final = list(runner.answer("s1", ask("bob")))[-1]
     assert final.done and not isinstance(final.chat.conversation.turns[-1], AssistantTurn), "nothing was sent"
-    assert [n.kind for n in final.chat.notes] == ["error"]
+    assert [n.kind for n in final.chat.notes] == ["refused"]  # a refusal, not an error to retry
     assert f"Daily token quota reached: {used:,} of {used:,}" in final.chat.notes[0].text
     assert ledger.days("bob")[0].requests == 1, "the refused request is not counted"
     carol = list(runner.answer("s2", ask("carol")))[-1]  # another person's quota is their own

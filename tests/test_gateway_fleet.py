@@ -45,4 +45,5 @@ def test_both_sdks_stream_tools_through_the_gateway_to_a_fleet(tmp_path: Path) -
             final = s.get_final_message()
         calls = [block for block in final.content if block.type == "tool_use"]
         assert final.stop_reason == "tool_use" and calls[0].input == {"city": "Paris"}
-        assert gw.usage("bob").requests == 1 and gw.usage("carol").completion_tokens == final.usage.output_tokens
+        assert gw.usage_after("bob", 1).requests == 1
+        assert gw.usage_after("carol", 1).completion_tokens == final.usage.output_tokens

@@ -6,7 +6,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-import time
 
 import anthropic
 import openai
@@ -53,8 +52,8 @@ def test_openai_chat_whole_and_streamed_is_counted(gw, oa):
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert "391" in text
     assert all(c.usage is None for c in chunks), "the usage chunk the gateway asked for is not passed on"
-    after = gw.usage("bob")
     requests, completion = (before.requests, before.completion_tokens) if before else (0, 0)
+    after = gw.usage_after("bob", requests + 2)
     assert after.requests == requests + 2
     assert after.completion_tokens - completion >= 2 * whole.usage.completion_tokens - 5
 
@@ -80,15 +79,9 @@ def test_openai_tools_streamed(oa):
 
 
 def _counted(gw, person: str, requests_at_least: int = 0) -> tuple[int, int, int]:
-    """(requests, prompt, completion tokens) today, once `requests_at_least` are recorded (a request settles just
-    after its last byte went out, so the client may be a moment ahead of the ledger)."""
-    deadline = time.monotonic() + 10
-    while True:
-        day = gw.usage(person)
-        counted = (day.requests, day.prompt_tokens, day.completion_tokens) if day else (0, 0, 0)
-        if counted[0] >= requests_at_least or time.monotonic() > deadline:
-            return counted
-        time.sleep(0.05)
+    """(requests, prompt, completion tokens) today, once `requests_at_least` are settled."""
+    day = gw.usage_after(person, requests_at_least) if requests_at_least else gw.usage(person)
+    return (day.requests, day.prompt_tokens, day.completion_tokens) if day else (0, 0, 0)
 
 
 def test_openai_completions_whole_and_streamed_are_metered(gw):
@@ -151,7 +144,7 @@ def test_anthropic_messages_whole_streamed_and_counted(gw, an):
         text = "".join(stream.text_stream)
         final = stream.get_final_message()
     assert "391" in text and final.stop_reason == "end_turn" and final.usage.output_tokens > 0
-    carol = gw.usage("carol")
+    carol = gw.usage_after("carol", 2)
     assert carol.requests >= 2 and carol.completion_tokens >= message.usage.output_tokens
 
 
