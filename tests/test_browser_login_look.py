@@ -18,10 +18,11 @@ AA = 4.5
 # (text, its contrast ratio against the first opaque background behind it) for every element that shows text
 CONTRASTS = """() => {
   const rgb = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
-  const lum = ([r, g, b]) => { const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
-    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b); };
-  const behind = (el) => { for (let e = el; e; e = e.parentElement) { const c = rgb(getComputedStyle(e).backgroundColor);
-    if (c.length === 3 || c[3] > 0) return c.slice(0, 3); } return [255, 255, 255]; };
+  const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+  const lum = ([r, g, b]) => 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+  const behind = (el) => { for (let e = el; e; e = e.parentElement) {
+    const c = rgb(getComputedStyle(e).backgroundColor); if (c.length === 3 || c[3] > 0) return c.slice(0, 3); }
+    return [255, 255, 255]; };
   const shown = [...document.querySelectorAll('body *')].filter((el) => el.getClientRects().length
     && getComputedStyle(el).visibility !== 'hidden'
     && ([...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim()) || (el.value || '').length));
@@ -29,9 +30,11 @@ CONTRASTS = """() => {
     return [(el.value || el.textContent).trim().slice(0, 40), (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05)]; });
 }"""
 FONT = """async () => { await document.fonts.ready;
-  const body = getComputedStyle(document.body).fontFamily, button = getComputedStyle(document.querySelector('button[type=submit]'));
-  const loaded = [...document.fonts].filter((f) => f.status === 'loaded').map((f) => f.family.replace(/"/g, '') + ' ' + f.weight);
-  return {body, button: button.fontFamily, loaded}; }"""
+  const body = getComputedStyle(document.body).fontFamily;
+  const button = getComputedStyle(document.querySelector('button[type=submit]')).fontFamily;
+  const loaded = [...document.fonts].filter((f) => f.status === 'loaded')
+    .map((f) => f.family.replace(/"/g, '') + ' ' + f.weight);
+  return {body, button, loaded}; }"""
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,8 @@ STYLE = FONTS_CSS.read_text(encoding="utf-8") + """
   --line: #374151; --link: #93c5fd; --bad: #f87171; --bad-bg: #2a1215; }
 * { box-sizing: border-box; }
 body { margin: 0; min-height: 100vh; display: flex; align-items: center; justify-content: center; padding: 1rem;
-  font: 16px/1.5 'm3ui Source Sans', 'Source Sans Pro', ui-sans-serif, system-ui, sans-serif; background: var(--bg); color: var(--col); }
+  font: 16px/1.5 'm3ui Source Sans', 'Source Sans Pro', ui-sans-serif, system-ui, sans-serif;
+  background: var(--bg); color: var(--col); }
 main { width: 100%; max-width: 24rem; background: var(--card); border: 1px solid var(--line); border-radius: 12px;
   padding: 1.5rem; box-shadow: 0 10px 30px rgba(0, 0, 0, .08); }
 .m3-login-head { display: flex; align-items: center; gap: .75rem; margin-bottom: .5rem; }
