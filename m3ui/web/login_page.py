@@ -27,7 +27,7 @@ main { width: 100%; max-width: 24rem; background: var(--card); border: 1px solid
 .m3-login-head { display: flex; align-items: center; gap: .75rem; margin-bottom: .5rem; }
 .m3-login-name { font-weight: 700; font-size: 1.3rem; margin-right: auto; }
 .m3-theme-toggle { display: inline-flex; gap: .3rem; cursor: pointer; padding: .2rem .7rem; border-radius: 999px;
-  font-size: .85rem; border: 1px solid var(--muted); background: transparent; color: inherit; }
+  font: inherit; font-size: .85rem; border: 1px solid var(--muted); background: transparent; color: inherit; }
 :root.dark .m3-when-light, :root:not(.dark) .m3-when-dark { display: none; }
 h1 { font-size: 1.15rem; margin: .75rem 0 .25rem; }
 .m3-login-message { color: var(--muted); margin: 0 0 .75rem; font-size: .95rem; }
