@@ -1,5 +1,6 @@
 """The Monitor's history charts in real Chromium against `python app.py` on the simulated engine while it serves chats:
 they are drawn with the tab's first refresh (the sampler has history: never an empty frame for the first seconds),
+before any expert was routed words say so and no empty hit-rate chart is shown,
 each recorder dump of the GPU hit rate is a visible point (one dump alone was a line of no length: nothing), and on
 a phone (390 px) no two time labels of an axis overlap."""
 
@@ -44,6 +45,15 @@ def _open_monitor(page, url: str) -> str:
     engine = re.search(r"at (http://127\.0\.0\.1:\d+)", page.inner_text("#m3-mon-headline"))
     assert engine, page.inner_text("#m3-mon-headline")
     return engine.group(1)
+
+
+def test_before_any_expert_was_routed_words_say_what_is_coming_not_an_empty_chart(app) -> None:
+    with chromium_page((1440, 900)) as page:
+        _open_monitor(page, app.url)  # (first in this module: nothing was asked of the engine yet)
+        experts = page.locator("#m3-mon-experts")
+        experts.get_by_text("no expert was activated in the window yet: send a chat").wait_for()
+        page.wait_for_timeout(2_000)  # a few refreshes
+        assert page.locator("#m3-mon-hit-history").is_hidden()
 
 
 def test_the_charts_come_with_the_first_refresh(app) -> None:

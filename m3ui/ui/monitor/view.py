@@ -72,7 +72,8 @@ class MonitorPanels:
 def _expert_updates(services: AppServices, snapshot: MonitorSnapshot, simulated: bool) -> tuple[Any, ...]:
     experts = snapshot.experts
     advice = _PLACEMENT.get(lambda: advise_snapshot(experts, services.link.settings, snapshot.gpu, simulated))
-    return (experts_panel(experts), gr.Row(visible=experts.status == "recording"), rankings_panel(experts),
+    routed = experts.status == "recording" and bool(experts.activations)  # else the panel says what is coming
+    return (experts_panel(experts), gr.Row(visible=routed), rankings_panel(experts),
             placement_panel(advice if experts.status == "recording" else None))
 
 
