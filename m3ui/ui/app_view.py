@@ -47,7 +47,8 @@ from m3ui.web.mounts import GradioMount
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 # Every page's styles, and its scripts (assets/js/*.js, each one concern, run once per page load).
-CSS_FILES = ("m3ui.css", "theme.css", "phone.css", "simulated.css", "monitor.css", "tables.css", "attach.css")
+CSS_FILES = ("fonts.css", "m3ui.css", "theme.css", "phone.css", "simulated.css", "monitor.css", "tables.css",
+             "attach.css")
 JS_DIR = ASSETS / "js"
 # Scripts that must run before the first paint (Gradio runs the others after it mounts): put into the HTML itself.
 EARLY_JS_DIR = ASSETS / "head"

@@ -28,6 +28,9 @@ from m3ui.ui.monitor.placement_html import placement_panel
 REFRESH_S = 1.0
 CHARTS_EVERY_S = 5.0
 CHART_SPAN_S = 300.0  # the history charts show the last 5 minutes
+# The first refreshes of a session bring the charts, the sampler's history: drawn at once, never an empty frame for
+# the first seconds. Two: Gradio 6.31 drops a plot's value that lands while the tab it is in first mounts.
+FIRST_PAINT = 2
 TIME_AXIS, VALUE_AXIS = "%H:%M:%S", ",.1~f"  # d3 formats (Vega-Lite)
 _PLACEMENT = AdviceCache()  # one placement plan per 30 s for the whole app (a plan takes about a second)
 
@@ -38,6 +41,7 @@ class Seen:
 
     experts_at: float = 0.0  # time of the expert snapshot sent
     charts_at: float = 0.0
+    refreshes: int = 0  # how many were sent, up to FIRST_PAINT
 
 
 @dataclass
@@ -52,7 +56,7 @@ class MonitorPanels:
     expert_details: gr.Row
     rankings: gr.HTML
     placement: gr.HTML
-    hit_history: gr.LinePlot
+    hit_history: gr.ScatterPlot
     throughput: gr.LinePlot
     requests: gr.LinePlot
     gpu_charts: gr.Row
@@ -68,7 +72,8 @@ class MonitorPanels:
 def _expert_updates(services: AppServices, snapshot: MonitorSnapshot, simulated: bool) -> tuple[Any, ...]:
     experts = snapshot.experts
     advice = _PLACEMENT.get(lambda: advise_snapshot(experts, services.link.settings, snapshot.gpu, simulated))
-    return (experts_panel(experts), gr.Row(visible=experts.status == "recording"), rankings_panel(experts),
+    routed = experts.status == "recording" and bool(experts.activations)  # else the panel says what is coming
+    return (experts_panel(experts), gr.Row(visible=routed), rankings_panel(experts),
             placement_panel(advice if experts.status == "recording" else None))
 
 
@@ -84,14 +89,15 @@ def _chart_updates(snapshot: MonitorSnapshot, history: MonitorHistory) -> tuple[
 def refresh(services: AppServices, seen: Seen) -> tuple[Any, ...]:
     """One session's update: reads the sampler's cached snapshot and history, never samples. The live
     figures come every tick, the expert panel when a new dump was read, the charts every few seconds but
-    never with the expert panel, so that no refresh weighs much more than the heatmap (~15 kB)."""
+    never with the expert panel, so that no refresh weighs much more than the heatmap (~15 kB): only the first
+    ones (FIRST_PAINT), which bring everything."""
     sampler, status = services.monitor.sampler, services.link.status()
     snapshot, now = sampler.latest(), time.time()
     fleet = services.fleet_monitor.latest()
     if fleet.active:  # the app's engine is a router: the figures are its workers' (m3ui/monitor/fleet.py)
         snapshot = replace(snapshot, engine=fleet.total, experts=fleet.experts)  # type: ignore[arg-type]  # an active fleet has both
     experts_new = snapshot.experts.time != seen.experts_at
-    charts_due = now - seen.charts_at >= CHARTS_EVERY_S and not experts_new
+    charts_due = seen.refreshes < FIRST_PAINT or (now - seen.charts_at >= CHARTS_EVERY_S and not experts_new)
     experts = ((fleet_expert_updates(fleet) if fleet.active else _expert_updates(services, snapshot, status.simulated))
                if experts_new else (gr.skip(),) * 4)
     history = sampler.history(since=now - CHART_SPAN_S) if charts_due else None
@@ -102,16 +108,18 @@ def refresh(services: AppServices, seen: Seen) -> tuple[Any, ...]:
         headline(snapshot, status) + workers_table(fleet), engine_panel(snapshot.engine, status),
         gpu_panel(snapshot.gpu, status.simulated),
         cpu_panel(snapshot.cpu, status.simulated, fleet.active), *experts, *charts,
-        Seen(snapshot.experts.time, now if charts_due else seen.charts_at),
+        Seen(snapshot.experts.time, now if charts_due else seen.charts_at, min(seen.refreshes + 1, FIRST_PAINT)),
     )
 
 
-def _chart(name: str, label: str, y_title: str, percent: bool = False) -> gr.LinePlot:
+def _chart(name: str, label: str, y_title: str, percent: bool = False, points: bool = False) -> Any:
     # no `height`: with one, Gradio 6.31 clips the legend off. Times on a 24-hour clock (Vega's default reads
-    # "04:45" for 4:45 pm), values without a train of zeros ("0.000000").
-    return gr.LinePlot(x="time", y="value", color="series", color_title="", label=label, x_title="", y_title=y_title,
-                       y_lim=[0, 100] if percent else None, elem_id=f"m3-mon-{name}",  # type: ignore[arg-type]  # None is Gradio's own default
-                       x_axis_format=TIME_AXIS, y_axis_format=VALUE_AXIS)
+    # "04:45" for 4:45 pm), values without a train of zeros ("0.000000"). `points`: each value a dot, for values
+    # that come one at a time (a line through a single value has no length: nothing was drawn).
+    plot = gr.ScatterPlot if points else gr.LinePlot
+    return plot(x="time", y="value", color="series", color_title="", label=label, x_title="", y_title=y_title,
+                y_lim=[0, 100] if percent else None, elem_id=f"m3-mon-{name}",  # type: ignore[arg-type]  # None is Gradio's own default
+                x_axis_format=TIME_AXIS, y_axis_format=VALUE_AXIS)
 
 
 def _build() -> MonitorPanels:
@@ -121,7 +129,8 @@ def _build() -> MonitorPanels:
         experts = gr.HTML(elem_id="m3-mon-experts")
         with gr.Row(equal_height=False, visible=False) as expert_details:
             with gr.Column(scale=2):
-                hit_history = _chart("hit-history", "GPU hit rate per recorder dump", "%", percent=True)
+                hit_history = _chart("hit-history", "GPU hit rate per recorder dump", "%", percent=True,
+                                     points=True)
             with gr.Column(scale=3):
                 rankings = gr.HTML(elem_id="m3-mon-rankings")
         placement = gr.HTML(elem_id="m3-mon-placement")
