@@ -1,6 +1,6 @@
 """Tools in an ordinary chat (issue 26's habit), through the Chat tab's handlers against a real HTTP server: with the
 chat's switch on, the engine is offered the built-in tools and a call runs and shows with no approval; off, no
-`tools` go out; the switch is kept with the chat, refused when it is not a plain true/false, and sent early too."""
+`tools` go out; the switch is kept with the chat, refused when it is not a plain true/false, sent early too, and taken by Regenerate as the form has it."""
 
 from __future__ import annotations
 
@@ -82,3 +82,13 @@ def test_the_request_sent_early_carries_the_tools_so_the_answer_takes_it():
         answer(chat, chat.send("Weather in Tokyo?", library, *FORM_VALUES, True, PAGE, request()))
         assert len(server.requests) == 2  # the early request was taken, not cancelled and asked again
         assert server.requests[0]["tools"] and server.requests[1]["messages"][-1]["role"] == "tool"
+
+
+def test_regenerate_asks_with_the_switch_as_the_form_has_it_now():
+    with ReplayServer([answer_reply("Without tools."), answer_reply("With tools.")]) as server:
+        chat = controller(server)
+        library = answer(chat, chat.send("hi", ChatLibrary.fresh(), *FORM_VALUES, False, "", request()))[-1]["library"]
+        final = answer(chat, chat.regenerate(library, *FORM_VALUES, True, "", request()))[-1]
+        off, on = server.requests
+    assert "tools" not in off and on["tools"]
+    assert final["library"].active.settings["tools"] is True
