@@ -1,6 +1,7 @@
 """Tools in an ordinary chat (issue 26's habit), through the Chat tab's handlers against a real HTTP server: with the
 chat's switch on, the engine is offered the built-in tools and a call runs and shows with no approval; off, no
-`tools` go out; the switch is kept with the chat, refused when it is not a plain true/false, sent early too, and taken by Regenerate as the form has it."""
+`tools` go out; the switch is kept with the chat, refused when it is not a plain true/false, sent early too, and
+taken by Regenerate as the form has it."""
 
 from __future__ import annotations
 
