@@ -377,7 +377,7 @@ class UiSessions:
         """The answer's tokens, and when the page had all of them (else when the event ended)."""
         channel = LiveReader(self._url, self._tickets[i], wait=False, http=self._http, watch=ANSWER_STATS)
         form = {"thinking_mode": "disabled", "temperature": 0.6, "top_p": 0.95, "max_tokens": 8192,
-                "stall_seconds": 60, "keep_reasoning": False, "system_prompt": ""}
+                "stall_seconds": 60, "keep_reasoning": False, "system_prompt": "", "tools": False}
         said = self._http.post(f"{self._url}/m3ui-live/{self._tickets[i]}/ask", json={"text": prompt, **form})
         self.sent_early.append(said.status_code == 200 and said.json()["sent"] is True)
         outputs = self._clients[i].predict(text=prompt, **form, live_ticket=self._tickets[i], api_name="/send")

@@ -58,7 +58,7 @@ def test_a_signal_stops_the_engine_while_an_answer_still_streams(tmp_path):
         app.wait_engine_ready()
         engines = _engines_of(app.process.pid)
         client = Client(app.url, verbose=False, download_files=False)
-        job = client.submit("Count to 400", "disabled", 0.6, 0.95, 4096, 60, False, "", "", api_name="/send")
+        job = client.submit("Count to 400", "disabled", 0.6, 0.95, 4096, 60, False, "", False, "", api_name="/send")
         deadline = time.monotonic() + 30
         while "Count to 400" not in str(job.outputs()[-1:]):  # the question is shown: the answer streams
             assert time.monotonic() < deadline, app.log()[-2000:]

@@ -30,7 +30,7 @@ from m3ui.ui.chat.controller import ChatController
 from m3ui.ui.chat.server_library import ServerLibrary
 from tests.sse_replay import ReplayServer, answer_reply
 
-SETTINGS = ("disabled", 0.6, 0.95, 4096, 60, False, "", "")
+SETTINGS = ("disabled", 0.6, 0.95, 4096, 60, False, "", False, "")
 QUESTION = "How do tides work?"
 ANSWER = "Tides follow the moon. " * 60  # 345 chunks of 4 characters, 10 ms apart: ~3.5 s
 

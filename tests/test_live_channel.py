@@ -34,7 +34,7 @@ def client(app):
 
 def ask(client: Client, ticket: str = "") -> list:
     """Every chatbot value the answer's Gradio event sent."""
-    job = client.submit(QUESTION, "disabled", 0.6, 0.95, 4096, 60, False, "", ticket, api_name="/send")
+    job = client.submit(QUESTION, "disabled", 0.6, 0.95, 4096, 60, False, "", False, ticket, api_name="/send")
     job.result()
     return [outputs[-1] for outputs in job.outputs()]  # (outbox, chatbot): the States stay on the server
 
@@ -74,7 +74,7 @@ def test_without_a_channel_the_answer_streams_through_gradio(client):
 def test_a_channel_closed_mid_answer_hands_the_frames_back_to_gradio(app, client):
     ticket = page_ticket()
     channel = LiveReader(app.url, ticket)
-    job = client.submit(QUESTION, "disabled", 0.6, 0.95, 4096, 60, False, "", ticket, api_name="/send")
+    job = client.submit(QUESTION, "disabled", 0.6, 0.95, 4096, 60, False, "", False, ticket, api_name="/send")
     while channel.events < 3:
         job.status()  # (polls; the channel's thread counts frames)
     channel.close()
@@ -101,7 +101,7 @@ def test_a_question_said_at_the_click_is_taken_only_as_a_page_says_it(app):
     """POST /m3ui-live/{ticket}/ask (m3ui.live.early_ask): a page unknown to the app gets nothing sent; anything a
     page's script would never send is refused before it reaches the chat."""
     form = {"text": "Count to 3", "thinking_mode": "disabled", "temperature": 0.6, "top_p": 0.95, "max_tokens": 64,
-            "stall_seconds": 60, "keep_reasoning": False, "system_prompt": ""}
+            "stall_seconds": 60, "keep_reasoning": False, "system_prompt": "", "tools": False}
     with httpx.Client(base_url=app.url, trust_env=False, timeout=10) as http:
         asked = http.post(f"/m3ui-live/{page_ticket()}/ask", json=form)
         assert asked.status_code == 200 and asked.json() == {"sent": False}  # no page of that ticket has loaded
@@ -121,7 +121,7 @@ def test_a_page_that_says_its_question_at_the_click_gets_it_answered_from_one_en
     engine = engine_url(app)
     before = engine_counter(engine, "num_requests_total")
     form = {"thinking_mode": "disabled", "temperature": 0.6, "top_p": 0.95, "max_tokens": 4096, "stall_seconds": 60,
-            "keep_reasoning": False, "system_prompt": ""}
+            "keep_reasoning": False, "system_prompt": "", "tools": False}
     channel = LiveReader(app.url, ticket)
     said = httpx.post(f"{app.url}/m3ui-live/{ticket}/ask", json={"text": QUESTION, **form}, trust_env=False)
     assert said.status_code == 200 and said.json() == {"sent": True}

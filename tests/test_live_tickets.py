@@ -19,7 +19,7 @@ ALICE = ("alice", "alices-password")
 BOB = ("bob", "bobs-password")
 QUESTION = "Count to 200"
 FORM = {"thinking_mode": "disabled", "temperature": 0.6, "top_p": 0.95, "max_tokens": 4096, "stall_seconds": 60,
-        "keep_reasoning": False, "system_prompt": ""}
+        "keep_reasoning": False, "system_prompt": "", "tools": False}
 
 
 @pytest.fixture(scope="module")

@@ -49,7 +49,7 @@ def session(client: Client, index: int, until: float) -> tuple[list[str], list[s
         number += 1
         try:
             result = client.predict(text, DEFAULTS.thinking_mode, DEFAULTS.temperature, DEFAULTS.top_p, 64,
-                                    DEFAULTS.stall_seconds, False, "", api_name="/send")
+                                    DEFAULTS.stall_seconds, False, "", False, api_name="/send")
         except Exception as exc:  # anything reaching the session is counted as an error
             errors.append(f"{type(exc).__name__}: {exc}")
             continue

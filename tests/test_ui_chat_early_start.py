@@ -24,7 +24,7 @@ from tests.sse_replay import ReplayServer, SseReply, answer_reply, chunk
 from tests.test_ui_chat_handlers import answer, request
 
 PAGE = "pageTicket-0123456789abcdef"
-FORM_VALUES = ("disabled", 0.6, 0.95, 4096, 60, False, "Be brief.")
+FORM_VALUES = ("disabled", 0.6, 0.95, 4096, 60, False, "Be brief.", False)
 LIBRARY = "library"
 
 

@@ -16,8 +16,8 @@ from m3ui.ui.chat.following import LIVE_SLOTS
 from m3ui.ui.chat.view_slots import SLOTS
 from tests.sse_replay import ReplayServer, SseReply, answer_reply, chunk
 
-# thinking, temperature, top-p, max tokens, stall limit, keep reasoning, system prompt
-SETTINGS = ("enabled", 0.6, 0.95, 4096, 60, False, "Be brief.", "")  # and no live channel (an API client)
+# thinking, temperature, top-p, max tokens, stall limit, keep reasoning, system prompt, tools
+SETTINGS = ("enabled", 0.6, 0.95, 4096, 60, False, "Be brief.", False, "")  # and no live channel (an API client)
 SKIP = gr.skip()
 LIBRARY, OUTBOX, CHATBOT, MESSAGE, SEND, STOP = "library", "outbox", "chatbot", "message", "send", "stop"
 
@@ -89,12 +89,12 @@ def test_send_streams_frames_that_touch_only_the_chatbot_then_saves_the_answer()
 
 def test_invalid_settings_are_refused_before_anything_is_sent_or_cleared():
     with ReplayServer([]) as server:
-        handler = controller(server).send("hi", ChatLibrary.fresh(), "enabled", 0.6, 0.0, 4096, 60, False, "", "",
-                                          request())
+        handler = controller(server).send("hi", ChatLibrary.fresh(), "enabled", 0.6, 0.0, 4096, 60, False, "",
+                                          False, "", request())
         with pytest.raises(gr.Error, match="top_p"):
             next(handler)
-        handler = controller(server).send("hi", ChatLibrary.fresh(), "sometimes", 0.6, 0.9, 4096, 60, False, "", "",
-                                          request())
+        handler = controller(server).send("hi", ChatLibrary.fresh(), "sometimes", 0.6, 0.9, 4096, 60, False, "",
+                                          False, "", request())
         with pytest.raises(gr.Error, match="thinking mode"):
             next(handler)
         assert server.requests == []
@@ -232,8 +232,8 @@ def test_a_question_refused_while_an_answer_streams_goes_back_in_the_box_and_the
 
 def test_stall_limit_from_the_form_is_checked_before_sending():
     with ReplayServer([]) as server:
-        handler = controller(server).send("hi", ChatLibrary.fresh(), "enabled", 0.6, 0.9, 4096, 0, False, "", "",
-                                          request())
+        handler = controller(server).send("hi", ChatLibrary.fresh(), "enabled", 0.6, 0.9, 4096, 0, False, "",
+                                          False, "", request())
         with pytest.raises(gr.Error, match="stall_seconds"):
             next(handler)
     assert server.requests == []

@@ -68,7 +68,7 @@ def test_a_forged_forwarded_for_header_does_not_escape_the_client_throttle(app):
 def test_a_question_said_at_the_click_needs_the_chat_login(app):
     """The page's early ask (m3ui.live.early_ask) sends engine requests: never for a visitor who is not signed in."""
     ask = {"text": "Count to 3", "thinking_mode": "disabled", "temperature": 0.6, "top_p": 0.95, "max_tokens": 64,
-           "stall_seconds": 60, "keep_reasoning": False, "system_prompt": ""}
+           "stall_seconds": 60, "keep_reasoning": False, "system_prompt": "", "tools": False}
     with from_address(app, "127.0.0.9") as c:
         assert c.post("/m3ui-live/" + "t" * 24 + "/ask", json=ask).status_code == 401
         assert login(c, "", *BOB).status_code == SIGNED_IN

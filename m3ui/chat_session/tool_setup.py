@@ -1,5 +1,6 @@
-"""What the tool demo offers the model: the built-in tools plus custom ones (JSON schema + result template),
-the user's pick among them, and tool_choice (auto / none / required / one named tool), checked before sending."""
+"""What the model is offered: in the tool demo, the built-in tools plus custom ones (JSON schema + result template),
+the user's pick among them, and tool_choice (auto / none / required / one named tool), checked before sending; in
+an ordinary chat with its tools switched on, the built-in tools (chat_tools)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 from collections.abc import Sequence
 
 from m3ui.client.request import ForceTool, ToolChoice
-from m3ui.tools import CustomToolError, Tool, ToolRegistry, builtin_tools, template_tool_from_json
+from m3ui.tools import CustomToolError, Tool, ToolRegistry, builtin_registry, builtin_tools, template_tool_from_json
 
 TOOL_CHOICE_MODES = ("auto", "none", "required")
 FORCE_PREFIX = "tool:"  # a forced tool's choice value, so that a tool named "auto" cannot be mistaken for the mode
@@ -72,3 +73,11 @@ def selected_registry(selected: Sequence[str], specs: Sequence[str]) -> ToolRegi
     """The selected tools, in the order they are offered (a name no longer available is ignored)."""
     wanted = set(selected)
     return ToolRegistry(tool for tool in all_tools(specs) if tool.name in wanted)
+
+
+def chat_tools(on: bool) -> ToolRegistry:
+    """What an ordinary chat offers the model: the built-in tools when its switch is on, else none (no `tools`
+    in its requests). They run without approval: each only computes or reads bundled demo data (no network, no
+    writes, nothing outside the process), so there is nothing to approve; approval and custom tools stay in the
+    Tools tab."""
+    return builtin_registry() if on else ToolRegistry()

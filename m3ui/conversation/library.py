@@ -47,10 +47,11 @@ RECORD_VERSION = 1
 MAX_CHATS = 1000  # read from one browser; beyond that the oldest are left in storage, unread
 EXPORT_MAX_CHARS = 8_000_000  # an export is built in memory and sent to the page: bounded
 MAX_VERSIONS = 10  # versions of one answer kept (a chat's record is bounded): past that the oldest goes
-# The generation settings a chat was last answered with (its thinking mode, sampling, limits): name -> the type
-# its value has. They come back with the chat; the UI checks them again before any use.
+# The generation settings a chat was last answered with (its thinking mode, sampling, limits, whether the model
+# may call the built-in tools): name -> the type its value has. They come back with the chat; the UI checks them
+# again before any use.
 CHAT_SETTINGS: dict[str, type] = {"thinking_mode": str, "temperature": float, "top_p": float, "max_tokens": int,
-                                  "stall_seconds": float, "keep_reasoning": bool}
+                                  "stall_seconds": float, "keep_reasoning": bool, "tools": bool}
 # Ids come back from the browser and name localStorage keys: a plain token, never a path or markup.
 CHAT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import gradio as gr
 
-from m3ui.chat_session import AnswerRequest, ChatRunner, SessionBusy, transcript
+from m3ui.chat_session import AnswerRequest, ChatRunner, SessionBusy, chat_tools, transcript
 from m3ui.chat_session.page_libraries import PageLibraries
 from m3ui.client import GenerationSettings
 from m3ui.client.early_request import EarlyRequest
@@ -22,7 +22,7 @@ from m3ui.conversation import Conversation, LoopOptions
 from m3ui.conversation.library import CHAT_SETTINGS, ChatLibrary, ChatNote, SavedChat
 from m3ui.legacy_chats import legacy_chats
 from m3ui.live.feed import TICKET
-from m3ui.ui.chat.controls import BUSY_WARNING, clean_text, download_of, session_key, settings_from_form
+from m3ui.ui.chat.controls import BUSY_WARNING, clean_text, download_of, session_key, settings_from_form, tools_switch
 from m3ui.ui.chat.folding import edited_question
 from m3ui.ui.chat.following import Following, answer_frame, live_frame, live_values
 from m3ui.ui.chat.live_view import LivePage
@@ -61,8 +61,10 @@ def _asked(library: ChatLibrary, text: str, system_prompt: str) -> SavedChat:
     return chat.with_conversation(chat.conversation.ask(text))
 
 
-# The form's values in the order of the answer handlers' arguments (as the page sends them early, by name)
-FORM = ("thinking_mode", "temperature", "top_p", "max_tokens", "stall_seconds", "keep_reasoning", "system_prompt")
+# The form's values in the order of the answer handlers' arguments (as the page sends them early, by name: an early
+# request made without `tools` would not match its answer's and be cancelled)
+FORM = ("thinking_mode", "temperature", "top_p", "max_tokens", "stall_seconds", "keep_reasoning", "system_prompt",
+        "tools")
 
 
 def _list_label(query: str, found: bool) -> str:
@@ -116,6 +118,8 @@ class ChatController:
         has_turns = bool(chat.conversation.turns)
         # The times go with a full view only: an answer's frames carry the live slots alone (m3ui.ui.chat.following)
         timed = idle and not answer
+        # A chat answered before chats had a tools switch was answered without tools
+        kept = {"tools": False, **chat.settings} if chat.settings else {}
         items = transcript(chat) if chatbot is None or timed else ()
         values: Values = {
             "library": library,
@@ -143,7 +147,7 @@ class ChatController:
             "version_label": _version_label(chat),
             **{name: gr.update(interactive=idle) for name in ("regenerate", "clear", "new_chat", "rename", "delete")},
             # A chat keeps the settings it was answered with; one never answered leaves the form as it is.
-            **{name: chat.settings[name] if form and name in chat.settings else gr.skip() for name in CHAT_SETTINGS},
+            **{name: kept[name] if form and name in kept else gr.skip() for name in CHAT_SETTINGS},
         }
         if not controls:
             for name in ("regenerate", "continue_answer", "clear", "new_chat", "rename", "delete", "message_actions",
@@ -268,8 +272,9 @@ class ChatController:
 
     def send(self, text: str, library: ChatLibrary | None, thinking_mode: str, temperature: float, top_p: float,
              max_tokens: float | None, stall_seconds: float | None, keep_reasoning: bool, system_prompt: str,
-             live_ticket: str, request: gr.Request) -> Iterator[Values]:
+             tools: bool, live_ticket: str, request: gr.Request) -> Iterator[Values]:
         settings = settings_from_form(thinking_mode, temperature, top_p, max_tokens, stall_seconds=stall_seconds)
+        tools = tools_switch(tools)
         text = clean_text(text).strip()
         if not text:
             gr.Warning(EMPTY_MESSAGE)
@@ -277,8 +282,8 @@ class ChatController:
             return
         library = self.owned(library)
         early = self._runner.early.take(live_ticket, request.username, text)
-        yield from self._answer(library, _asked(library, text, system_prompt), settings, keep_reasoning, live_ticket,
-                                request, question=text, early=early)
+        yield from self._answer(library, _asked(library, text, system_prompt), settings, keep_reasoning, tools,
+                                live_ticket, request, question=text, early=early)
 
     def send_early(self, page: str, form: dict[str, object], user: str | None) -> bool:
         """The page asks (m3ui.live.early_ask): send its question's engine request now, from the chat it was last
@@ -294,21 +299,25 @@ class ChatController:
             settings = settings_from_form(*values[:4], stall_seconds=values[4])  # type: ignore[arg-type]  # the form's values
         except (KeyError, gr.Error):
             return False
-        keep_reasoning, system_prompt = values[5], values[6]
-        if not isinstance(keep_reasoning, bool) or not isinstance(system_prompt, str):
+        keep_reasoning, system_prompt, tools = values[5], values[6], values[7]
+        if not isinstance(keep_reasoning, bool) or not isinstance(system_prompt, str) or not isinstance(tools, bool):
             return False
         chat = _asked(library, question, system_prompt)
-        return self._runner.send_early(page, question, self._request(chat, settings, keep_reasoning, user))
+        return self._runner.send_early(page, question, self._request(chat, settings, keep_reasoning, tools, user))
 
     @staticmethod
-    def _request(chat: SavedChat, settings: GenerationSettings, keep_reasoning: bool, user: str | None,
+    def _request(chat: SavedChat, settings: GenerationSettings, keep_reasoning: bool, tools: bool, user: str | None,
                  early: EarlyRequest | None = None) -> AnswerRequest:
-        return AnswerRequest(chat, settings, LoopOptions(keep_reasoning=keep_reasoning), user=user, early=early)
+        """With tools on, the Tools tab's loop runs the built-in tools (m3ui.ui.tools.controller: the same runner,
+        tool loop and rendering) and the chat shows their calls, with no approval (see chat_tools)."""
+        return AnswerRequest(chat, settings, LoopOptions(keep_reasoning=keep_reasoning), chat_tools(tools), user=user,
+                             early=early)
 
     def regenerate(self, library: ChatLibrary | None, thinking_mode: str, temperature: float, top_p: float,
                    max_tokens: float | None, stall_seconds: float | None, keep_reasoning: bool, system_prompt: str,
-                   live_ticket: str, request: gr.Request) -> Iterator[Values]:
+                   tools: bool, live_ticket: str, request: gr.Request) -> Iterator[Values]:
         settings = settings_from_form(thinking_mode, temperature, top_p, max_tokens, stall_seconds=stall_seconds)
+        tools = tools_switch(tools)
         library = self.owned(library)
         chat = library.active.regenerating()  # the answer it replaces is kept: ‹ › shows it again
         if chat is None:
@@ -316,14 +325,15 @@ class ChatController:
             yield live_frame(gr.skip())
             return
         yield from self._answer(library, _with_system_prompt(chat, system_prompt), settings, keep_reasoning,
-                                live_ticket, request)
+                                tools, live_ticket, request)
 
     def continue_answer(self, library: ChatLibrary | None, thinking_mode: str, temperature: float, top_p: float,
                         max_tokens: float | None, stall_seconds: float | None, keep_reasoning: bool,
-                        system_prompt: str, live_ticket: str, request: gr.Request) -> Iterator[Values]:
+                        system_prompt: str, tools: bool, live_ticket: str, request: gr.Request) -> Iterator[Values]:
         """The last answer, cut short, goes on from where it ended: what comes is appended to it (the engine
         continues the final assistant message: m3ui.client.request)."""
         settings = settings_from_form(thinking_mode, temperature, top_p, max_tokens, stall_seconds=stall_seconds)
+        tools = tools_switch(tools)
         library = self.owned(library)
         chat = library.active.to_continue()
         if chat is None:
@@ -331,13 +341,14 @@ class ChatController:
             yield live_frame(gr.skip())
             return
         yield from self._answer(library, _with_system_prompt(chat, system_prompt), settings, keep_reasoning,
-                                live_ticket, request)
+                                tools, live_ticket, request)
 
     def edit(self, library: ChatLibrary | None, thinking_mode: str, temperature: float, top_p: float,
              max_tokens: float | None, stall_seconds: float | None, keep_reasoning: bool, system_prompt: str,
-             live_ticket: str, event: gr.EditData, request: gr.Request) -> Iterator[Values]:
+             tools: bool, live_ticket: str, event: gr.EditData, request: gr.Request) -> Iterator[Values]:
         """An edited question is sent again from there: the turns after it are replaced (Undo brings them back)."""
         settings = settings_from_form(thinking_mode, temperature, top_p, max_tokens, stall_seconds=stall_seconds)
+        tools = tools_switch(tools)
         library = self.owned(library)
         chat = library.active
         turn = chat.user_turn_index(_user_ordinal(chat, event.index if isinstance(event.index, int) else -1))
@@ -350,13 +361,14 @@ class ChatController:
             return
         library = library.put_undoable(chat, "edited a question (the old answers)")
         edited = _with_system_prompt(chat.edited(turn, text), system_prompt)
-        yield from self._answer(library, edited, settings, keep_reasoning, live_ticket, request)
+        yield from self._answer(library, edited, settings, keep_reasoning, tools, live_ticket, request)
 
     def retry_from(self, library: ChatLibrary | None, turn: int | None, thinking_mode: str, temperature: float,
                    top_p: float, max_tokens: float | None, stall_seconds: float | None, keep_reasoning: bool,
-                   system_prompt: str, live_ticket: str, request: gr.Request) -> Iterator[Values]:
+                   system_prompt: str, tools: bool, live_ticket: str, request: gr.Request) -> Iterator[Values]:
         """Answer a chosen question again: its answer and every later turn are replaced (Undo brings them back)."""
         settings = settings_from_form(thinking_mode, temperature, top_p, max_tokens, stall_seconds=stall_seconds)
+        tools = tools_switch(tools)
         library = self.owned(library)
         chat = library.active
         if turn is None or not chat.is_question(turn):
@@ -364,17 +376,17 @@ class ChatController:
             return
         library = library.put_undoable(chat, "retried a question (the old answers)")
         retried = _with_system_prompt(chat.retried(turn), system_prompt)
-        yield from self._answer(library, retried, settings, keep_reasoning, live_ticket, request)
+        yield from self._answer(library, retried, settings, keep_reasoning, tools, live_ticket, request)
 
     def _answer(self, library: ChatLibrary, chat: SavedChat, settings: GenerationSettings, keep_reasoning: bool,
-                live_ticket: str, request: gr.Request, question: str | None = None,
+                tools: bool, live_ticket: str, request: gr.Request, question: str | None = None,
                 early: EarlyRequest | None = None) -> Iterator[Values]:
         """The question saved (a reload keeps it), frames of the chatbot alone, and the answer saved. A refused
         `question` (the message box's text) goes back into the box. While the page's live channel is open, the
         frames between the first and the last go there instead (m3ui.live)."""
         chat = chat.with_settings({**{name: getattr(settings, name) for name in FORM[:5]},
-                                   "keep_reasoning": keep_reasoning})  # the chat opens with them next time
-        answer = self._request(chat, settings, keep_reasoning, request.username, early)
+                                   "keep_reasoning": keep_reasoning, "tools": tools})  # it opens with them next time
+        answer = self._request(chat, settings, keep_reasoning, tools, request.username, early)
         try:
             updates = self._runner.answer(session_key(request), answer)
             opening = next(updates)

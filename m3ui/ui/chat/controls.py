@@ -62,6 +62,15 @@ def settings_from_form(thinking_mode: str, temperature: float | None = None, top
         raise gr.Error(f"Fix the settings before sending: {exc}", title="Invalid setting") from exc
 
 
+def tools_switch(value: object) -> bool:
+    """A chat's tools switch as the page (or an API client) sent it; gr.Error before anything is sent when it is
+    not a plain true or false."""
+    if not isinstance(value, bool):
+        raise gr.Error(f"Fix the settings before sending: the tools switch must be true or false; got {value!r}",
+                       title="Invalid setting")
+    return value
+
+
 def _whole(value: float) -> int:
     if float(value) != int(value):
         raise SettingsError(f"max_tokens must be a whole number; got {value}")

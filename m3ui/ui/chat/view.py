@@ -36,6 +36,8 @@ HINT = ("✎ on a question edits it and sends it again: the answers after it are
         "? lists the keyboard shortcuts.")
 KEEP_REASONING_INFO = "Off: earlier answers' reasoning is not sent back (M3's recommended default; saves context)."
 STALL_INFO = "Give up on an answer when the engine sends nothing for this long."
+TOOLS_INFO = ("This chat's answers may call the built-in demo tools (weather, calculator, units, time, docs search); "
+              "each call shows in the chat. Approval and custom tools: the Tools tab.")
 # Inline $…$ as well as display $$…$$ and the LaTeX brackets models also write.
 LATEX_DELIMITERS: list[dict[str, str | bool]] = [
     {"left": "$$", "right": "$$", "display": True}, {"left": "$", "right": "$", "display": False},
@@ -110,6 +112,7 @@ class ChatTabUI:
     defaults: gr.Button
     keep_reasoning: gr.Checkbox
     system_prompt: gr.Textbox
+    tools: gr.Checkbox
     following: gr.State  # an answer's stream hands this to `finish` (m3ui.ui.chat.following)
     attachments: AttachmentsView | None = None
 
@@ -195,6 +198,7 @@ def _layout(legacy_key: str | None) -> ChatTabUI:
             gr.Markdown(HINT, elem_classes=["m3-chat-hint"])
         with gr.Column(scale=2, min_width=260, elem_classes=["m3-settings"]):
             thinking_mode = thinking_mode_radio()
+            tools = gr.Checkbox(False, label="Tools", info=TOOLS_INFO, elem_id="m3-chat-tools")  # kept per chat
             with gr.Accordion("Generation settings", open=True):
                 temperature = gr.Slider(0.0, 2.0, value=DEFAULTS.temperature, step=0.05, label="Temperature",
                                         elem_id="m3-temperature")
@@ -215,7 +219,7 @@ def _layout(legacy_key: str | None) -> ChatTabUI:
                      versions, version_label, version_prev, version_next, message_times,
                      retry_from, delete_exchange, message, send, stop, regenerate, continue_answer, clear,
                      thinking_mode, temperature, top_p, max_tokens, stall_seconds, greedy, defaults, keep_reasoning,
-                     system_prompt, gr.State(None), attachments)
+                     system_prompt, tools, gr.State(None), attachments)
 
 
 def _wire(ui: ChatTabUI, chat: ChatController, live_slots: LiveSlots, page: gr.Blocks,

@@ -19,7 +19,8 @@ SLOTS = ("library", "outbox", "chatbot", "chat_picker", "title", "system_prompt"
          "regenerate", "continue_answer", "clear", "new_chat", "rename", "delete", "export_md", "export_json", "undo",
          "message_actions", "versions", "version_label", "message_times",
          # the settings a chat keeps (m3ui.conversation.library.CHAT_SETTINGS)
-         "thinking_mode", "temperature", "top_p", "max_tokens", "stall_seconds", "keep_reasoning")
+         "thinking_mode", "temperature", "top_p", "max_tokens", "stall_seconds", "keep_reasoning",
+         "tools")
 
 Values = dict[str, object]  # a handler's result: slot name -> value (an empty one changes nothing)
 
