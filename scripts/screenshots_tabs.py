@@ -15,8 +15,6 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,7 +22,6 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from m3ui.accounts import AccountStore  # noqa: E402
 from scripts.screenshots import (  # noqa: E402
     DESKTOP,
     PHONE,
@@ -36,8 +33,8 @@ from scripts.screenshots import (  # noqa: E402
     save_small,
     settle,
 )
-from tests.app_process import RunningApp, running_app  # noqa: E402
-from tests.browser import chromium_page, open_tab  # noqa: E402
+from tests.app_process import running_app_with_accounts  # noqa: E402
+from tests.browser import chromium_page, open_tab, sign_in  # noqa: E402
 
 ADMIN = ("alice", "alice-screenshots-pw")
 USER = ("bob", "bob-screenshots-pw")
@@ -51,7 +48,8 @@ def main() -> int:
     out = output_folder(__doc__.splitlines()[0])
     if out is None:
         return 1
-    with tempfile.TemporaryDirectory(prefix="m3ui-tab-shots-") as tmp, accounts_app(Path(tmp)) as app:
+    with tempfile.TemporaryDirectory(prefix="m3ui-tab-shots-") as tmp, \
+            running_app_with_accounts(Path(tmp), USER, (*ADMIN, "admin")) as app:
         with chromium_page(DESKTOP) as page:
             page.set_default_timeout(UI_TIMEOUT_MS)
             for theme in THEMES:
@@ -73,26 +71,6 @@ def main() -> int:
             page.wait_for_selector("#m3-admin-status .m3a-status-card")
             every_tab(page, out, f"{app.url}/admin/", "admin", ADMIN_TABS)
     return 0
-
-
-@contextmanager
-def accounts_app(folder: Path) -> Iterator[RunningApp]:
-    store = AccountStore.open(folder / "data")
-    store.add(*USER)
-    store.add(*ADMIN, "admin")
-    store.close()
-    with running_app(folder, data_dir=folder / "data") as app:
-        app.wait_engine_ready()
-        yield app
-
-
-def sign_in(page, url: str, person: tuple[str, str]) -> None:
-    page.goto(url)
-    page.locator("input[type=password]").wait_for()
-    page.locator("input[type=text]").fill(person[0])
-    page.locator("input[type=password]").fill(person[1])
-    page.keyboard.press("Enter")
-    page.locator("#m3-header, #m3-admin-status").first.wait_for()
 
 
 def every_tab(page, out: Path, url: str, prefix: str, tabs: tuple[str, ...]) -> None:

@@ -106,13 +106,13 @@ def running_app(tmp_path: Path, *args: str, env: dict[str, str] | None = None, t
 
 
 @contextmanager
-def running_app_with_accounts(folder: Path, *people: tuple[str, str]) -> Iterator[RunningApp]:
-    """app.py with these (name, password) accounts in its data folder, so that the chat asks for a login."""
+def running_app_with_accounts(folder: Path, *people: tuple[str, ...]) -> Iterator[RunningApp]:
+    """app.py with these (name, password[, role]) accounts in its data folder, so that the chat asks for a login."""
     from m3ui.accounts import AccountStore
 
     store = AccountStore.open(folder / "data")
-    for name, password in people:
-        store.add(name, password)
+    for person in people:
+        store.add(*person)
     store.close()
     with running_app(folder, data_dir=folder / "data") as running:
         running.wait_engine_ready()

@@ -106,3 +106,13 @@ def open_tab(page: Page, name: str) -> None:
         page.get_by_role("button", name="More tabs").click()
         tab = page.locator(".overflow-dropdown button", has_text=name)
     tab.click()
+
+
+def sign_in(page: Page, url: str, person: tuple[str, ...]) -> None:
+    """Open `url`, sign in on m3ui's login page as (name, password, ...), and wait for the chat or admin page."""
+    page.goto(url)
+    page.locator("input[type=password]").wait_for()
+    page.locator("input[type=text]").fill(person[0])
+    page.locator("input[type=password]").fill(person[1])
+    page.keyboard.press("Enter")
+    page.locator("#m3-header, #m3-admin-status").first.wait_for()

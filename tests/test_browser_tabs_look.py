@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from m3ui.accounts import AccountStore
-from tests.app_process import running_app
-from tests.browser import chromium_page, open_tab
+from tests.app_process import running_app_with_accounts
+from tests.browser import chromium_page, open_tab, sign_in
 
 pytestmark = pytest.mark.browser
 USER = ("bob", "bobs-tab-look-pw")
@@ -67,23 +66,8 @@ DARK_CODE_PUNCTUATION = "#m3-connect-continue .cm-line span"
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("tabs-look")
-    store = AccountStore.open(folder / "data")
-    store.add(*USER)
-    store.add(*ADMIN, "admin")
-    store.close()
-    with running_app(folder, data_dir=folder / "data") as running:
-        running.wait_engine_ready()
+    with running_app_with_accounts(tmp_path_factory.mktemp("tabs-look"), USER, (*ADMIN, "admin")) as running:
         yield running
-
-
-def sign_in(page, url: str, person: tuple[str, str]) -> None:
-    page.goto(url)
-    page.locator("input[type=password]").wait_for()
-    page.locator("input[type=text]").fill(person[0])
-    page.locator("input[type=password]").fill(person[1])
-    page.keyboard.press("Enter")
-    page.locator("#m3-header, #m3-admin-status").first.wait_for()
 
 
 def shown(page, tab: str) -> None:

@@ -54,6 +54,13 @@ def error_response(message: str, err_type: str = "BadRequestError", code: int = 
     return JSONResponse(chunks.error_json(message, err_type, code), status_code=code)
 
 
+def refusal_response(refused: str, stream: bool) -> Response:
+    """An engine check's refusal: 0.7.2 streams it as one error event and [DONE] when the request streams."""
+    if stream:
+        return StreamingResponse(iter([chunks.error_event(refused), chunks.EVENT_DONE]), media_type="text/event-stream")
+    return error_response(refused)
+
+
 def _stream_options(request: ChatRequest) -> StreamOptions:
     given = request.stream_options
     return StreamOptions(bool(given and given.include_usage), bool(given and given.continuous_usage_stats),
@@ -85,10 +92,7 @@ async def chat_completions(engine: Engine, request: ChatRequest, raw: Request) -
     prompt = prompt_tokens(prompt_texts(request))
     refused = engine_problem(request, len(prompt), engine.plan)
     if refused is not None:
-        if request.stream:
-            return StreamingResponse(iter([chunks.error_event(refused), chunks.EVENT_DONE]),
-                                     media_type="text/event-stream")
-        return error_response(refused)
+        return refusal_response(refused, bool(request.stream))
     room = engine.plan.max_req_input_len + SCHEDULER_RESERVED_TOKENS - len(prompt) - 1
     output = plan_output(request, conversation, room)
     first_user = next((m.text for m in request.messages if m.role == "user"), "")

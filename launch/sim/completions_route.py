@@ -24,7 +24,13 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from launch.sim import chunks
-from launch.sim.chat_route import SCHEDULER_RESERVED_TOKENS, ClientGone, collect_steps, error_response
+from launch.sim.chat_route import (
+    SCHEDULER_RESERVED_TOKENS,
+    ClientGone,
+    collect_steps,
+    error_response,
+    refusal_response,
+)
 from launch.sim.chunks import Usage
 from launch.sim.engine import Engine
 from launch.sim.generation import plan_output
@@ -130,10 +136,7 @@ async def completions(engine: Engine, request: CompletionRequest, raw: Request) 
     chat = as_chat_request(request, text)
     refused = engine_problem(chat, len(prompt), engine.plan)
     if refused is not None:
-        if request.stream:
-            return StreamingResponse(iter([chunks.error_event(refused), chunks.EVENT_DONE]),
-                                     media_type="text/event-stream")
-        return error_response(refused)
+        return refusal_response(refused, bool(request.stream))
     room = engine.plan.max_req_input_len + SCHEDULER_RESERVED_TOKENS - len(prompt) - 1
     output = plan_output(chat, to_conversation(chat), room)
     rid = request.rid or uuid.uuid4().hex

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 import gradio as gr
@@ -317,15 +317,10 @@ class ChatController:
                    max_tokens: float | None, stall_seconds: float | None, keep_reasoning: bool, system_prompt: str,
                    tools: bool, live_ticket: str, request: gr.Request) -> Iterator[Values]:
         settings = settings_from_form(thinking_mode, temperature, top_p, max_tokens, stall_seconds=stall_seconds)
-        tools = tools_switch(tools)
         library = self.owned(library)
-        chat = library.active.regenerating()  # the answer it replaces is kept: ‹ › shows it again
-        if chat is None:
-            gr.Warning(NOTHING_TO_REGENERATE)
-            yield live_frame(gr.skip())
-            return
-        yield from self._answer(library, _with_system_prompt(chat, system_prompt), settings, keep_reasoning,
-                                tools, live_ticket, request)
+        # the answer it replaces is kept: ‹ › shows it again
+        yield from self._answer_again(library, library.active.regenerating, NOTHING_TO_REGENERATE, settings,
+                                      keep_reasoning, system_prompt, tools, live_ticket, request)
 
     def continue_answer(self, library: ChatLibrary | None, thinking_mode: str, temperature: float, top_p: float,
                         max_tokens: float | None, stall_seconds: float | None, keep_reasoning: bool,
@@ -333,15 +328,23 @@ class ChatController:
         """The last answer, cut short, goes on from where it ended: what comes is appended to it (the engine
         continues the final assistant message: m3ui.client.request)."""
         settings = settings_from_form(thinking_mode, temperature, top_p, max_tokens, stall_seconds=stall_seconds)
-        tools = tools_switch(tools)
         library = self.owned(library)
-        chat = library.active.to_continue()
+        yield from self._answer_again(library, library.active.to_continue, NOTHING_TO_CONTINUE, settings,
+                                      keep_reasoning, system_prompt, tools, live_ticket, request)
+
+    def _answer_again(self, library: ChatLibrary, chat_to_answer: Callable[[], SavedChat | None], nothing: str,
+                      settings: GenerationSettings, keep_reasoning: bool, system_prompt: str, tools: object,
+                      live_ticket: str, request: gr.Request) -> Iterator[Values]:
+        """Regenerate and Continue: the chat to answer again (taken once the form is checked), or a warning that
+        there is nothing to."""
+        switch = tools_switch(tools)
+        chat = chat_to_answer()
         if chat is None:
-            gr.Warning(NOTHING_TO_CONTINUE)
+            gr.Warning(nothing)
             yield live_frame(gr.skip())
             return
         yield from self._answer(library, _with_system_prompt(chat, system_prompt), settings, keep_reasoning,
-                                tools, live_ticket, request)
+                                switch, live_ticket, request)
 
     def edit(self, library: ChatLibrary | None, thinking_mode: str, temperature: float, top_p: float,
              max_tokens: float | None, stall_seconds: float | None, keep_reasoning: bool, system_prompt: str,
