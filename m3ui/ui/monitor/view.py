@@ -96,8 +96,10 @@ def refresh(services: AppServices, seen: Seen) -> tuple[Any, ...]:
     fleet = services.fleet_monitor.latest()
     if fleet.active:  # the app's engine is a router: the figures are its workers' (m3ui/monitor/fleet.py)
         snapshot = replace(snapshot, engine=fleet.total, experts=fleet.experts)  # type: ignore[arg-type]  # an active fleet has both
-    experts_new = snapshot.experts.time != seen.experts_at
-    charts_due = seen.refreshes < FIRST_PAINT or (now - seen.charts_at >= CHARTS_EVERY_S and not experts_new)
+    first_paint = seen.refreshes < FIRST_PAINT  # everything, the expert panel too: a value that lands while the tab
+    # first mounts may be dropped, and the panel is sent again only with the next dump (none comes while idle)
+    experts_new = snapshot.experts.time != seen.experts_at or first_paint
+    charts_due = first_paint or (now - seen.charts_at >= CHARTS_EVERY_S and not experts_new)
     experts = ((fleet_expert_updates(fleet) if fleet.active else _expert_updates(services, snapshot, status.simulated))
                if experts_new else (gr.skip(),) * 4)
     history = sampler.history(since=now - CHART_SPAN_S) if charts_due else None
