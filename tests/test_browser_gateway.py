@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 from pathlib import Path
 
 import openai
@@ -44,9 +45,9 @@ def create_key(page, label: str) -> str:
     page.locator("#m3-key-label textarea, #m3-key-label input").first.fill(label)
     page.locator("#m3-key-create").click()
     shown = page.locator("#m3-key-new textarea, #m3-key-new input").first
-    shown.wait_for(timeout=15_000)
+    shown.wait_for(timeout=30_000)
     page.wait_for_function("() => { const e = document.querySelector('#m3-key-new textarea, #m3-key-new input');"
-                           " return e && e.value.startsWith('m3ui_'); }", timeout=15_000)
+                           " return e && e.value.startsWith('m3ui_'); }", timeout=30_000)
     return shown.input_value()
 
 
@@ -55,25 +56,26 @@ def test_create_a_key_connect_and_test_it(app, tmp_path, width):
     shots = shots_dir(tmp_path)
     with chromium_page(viewport=(width, 1000)) as page:
         sign_in(page, app.url + "/", *BOB)
-        key = create_key(page, f"laptop-{width}")
+        label = f"laptop-{width}-{secrets.token_hex(3)}"  # its own on a rerun too (the account keeps the first's)
+        key = create_key(page, label)
         assert re.fullmatch(r"m3ui_[0-9a-f]{12}_[A-Za-z0-9_-]{43}", key)
         table = page.locator("#m3-keys-table table")
-        table.get_by_text(f"laptop-{width}").wait_for(timeout=15_000)
+        table.get_by_text(label).wait_for(timeout=30_000)
         assert key not in table.inner_text(), "the table never shows the key itself"
         page.screenshot(path=str(shots / f"account-keys-{width}.png"), full_page=True)
 
         open_tab(page, "Connect")
-        page.locator("#m3-connect-where").get_by_text("model").wait_for(timeout=15_000)
+        page.locator("#m3-connect-where").get_by_text("model").wait_for(timeout=30_000)
         where = page.locator("#m3-connect-where").inner_text()
         assert app.url in where and "MiniMax-M3" in where
         claude = page.locator("#m3-connect-claude-code")
-        claude.get_by_text("ANTHROPIC_BASE_URL").wait_for(timeout=15_000)
+        claude.get_by_text("ANTHROPIC_BASE_URL").wait_for(timeout=30_000)
         assert app.url in claude.inner_text()
         page.locator("#m3-connect-key input").fill(key)
         page.locator("#m3-connect-test").click()
         result = page.locator("#m3-connect-result textarea, #m3-connect-result input").first
         page.wait_for_function("() => { const e = document.querySelector('#m3-connect-result textarea, "
-                               "#m3-connect-result input'); return e && e.value.length > 0; }", timeout=15_000)
+                               "#m3-connect-result input'); return e && e.value.length > 0; }", timeout=30_000)
         assert result.input_value().startswith("This key works"), result.input_value()
         page.screenshot(path=str(shots / f"connect-{width}.png"), full_page=True)
 
@@ -84,12 +86,12 @@ def test_create_a_key_connect_and_test_it(app, tmp_path, width):
         open_tab(page, "Account")
         page.locator("#m3-key-revoke-id input, #m3-key-revoke-id textarea").first.fill(key_id)
         page.locator("#m3-key-revoke").click()
-        page.locator(f'#m3-keys-table tr[data-key="{key_id}"]').get_by_text("revoked").wait_for(timeout=15_000)
+        page.locator(f'#m3-keys-table tr[data-key="{key_id}"]').get_by_text("revoked").wait_for(timeout=30_000)
         open_tab(page, "Connect")
         page.locator("#m3-connect-key input").fill(key)
         page.locator("#m3-connect-test").click()
         page.wait_for_function("() => document.querySelector('#m3-connect-result textarea, #m3-connect-result input')"
-                               ".value.startsWith('Refused')", timeout=15_000)
+                               ".value.startsWith('Refused')", timeout=30_000)
         assert "401" in result.input_value()
 
 
