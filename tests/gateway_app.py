@@ -47,6 +47,15 @@ class GatewayApp:
             store.close()
         return days[0] if days else None
 
+    def wait_gateway_ready(self, timeout: float = 60) -> None:
+        """Until the gateway forwards (200 on /v1/models): the engine's log says ready a moment before the app has
+        seen its warm-up answered, and until then the gateway rightly answers 503."""
+        deadline = time.monotonic() + timeout
+        headers = {"authorization": f"Bearer {self.keys['bob']}"}  # (dave's key is the per-minute test's)
+        while httpx.get(self.base_url + "/models", headers=headers, timeout=10).status_code != 200:
+            assert time.monotonic() < deadline, self.app.log()[-2000:]
+            time.sleep(0.2)
+
     def usage_after(self, person: str, requests: int, timeout: float = 10) -> DayUsage:
         """The person's usage once `requests` of theirs are settled: the gateway settles a request once its last byte
         is sent, so a client may hold its answer a moment before the ledger does."""
@@ -85,6 +94,8 @@ def gateway_app(tmp_path: Path, *args: str, env: dict[str, str] | None = None,
     keys = make_keys(data_dir)
     with running_app(tmp_path, *(args if not ready else ("--engine", "sim", *args)), env=env, data_dir=data_dir,
                      timeout=120) as app:
+        gw = GatewayApp(app, keys)
         if ready:
             app.wait_engine_ready()
-        yield GatewayApp(app, keys)
+            gw.wait_gateway_ready()
+        yield gw

@@ -4,6 +4,8 @@ the stall limit is a setting checked before sending."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from playwright.sync_api import expect
 
@@ -51,6 +53,18 @@ def conversation(page) -> list[str]:
     return [text.strip() for text in page.locator("#m3-tools-chatbot .message-content").all_inner_texts()]
 
 
+def settled_conversation(page, quiet_ms: int = 1000, timeout_s: float = 30) -> list[str]:
+    """The conversation once no message changed for `quiet_ms`: the answer's last frame (the reasoning of its final
+    round) may land just after the buttons turned back."""
+    deadline, last = time.monotonic() + timeout_s, conversation(page)
+    while True:
+        page.wait_for_timeout(quiet_ms)
+        now = conversation(page)
+        if now == last or time.monotonic() > deadline:
+            return now
+        last = now
+
+
 def labels(page) -> dict[str, str]:
     return {selector: page.inner_text(selector).strip() for selector in BUTTONS}
 
@@ -70,7 +84,7 @@ def test_the_weather_call_shows_its_arguments_and_result_and_the_answer_uses_it(
 
 def test_an_empty_send_leaves_the_buttons_and_the_conversation_as_they_were(page):
     ask(page, WEATHER)
-    before = conversation(page)
+    before = settled_conversation(page)
     page.fill("#m3-tools-message textarea", "   ")
     page.keyboard.press("Enter")
     settled_after(page, "Type a message first.")
