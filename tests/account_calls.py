@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -74,3 +75,15 @@ def data_with_accounts(folder: Path, *accounts: tuple[str, str]) -> Path:
         store.add(name, password)
     store.close()
     return folder / "data"
+
+
+def settled(ledger, user: str, requests: int, within_s: float = 20.0):
+    """The person's day once `requests` of theirs are settled: a request settles just after its last byte went out,
+    and a cancelled early request in a thread of its own, once the engine has reported what it used."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        days = ledger.days(user)
+        if days and days[0].requests >= requests:
+            return days[0]
+        time.sleep(0.05)
+    raise AssertionError(f"{user}'s {requests} requests were not settled within {within_s} s: {ledger.days(user)}")

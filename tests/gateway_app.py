@@ -14,6 +14,7 @@ import httpx
 from m3ui.accounts import AccountStore
 from m3ui.accounts.keys import ApiKeyStore
 from m3ui.accounts.usage import DayUsage, UsageLedger
+from tests.account_calls import settled
 from tests.app_process import RunningApp, running_app
 
 PEOPLE = ("bob", "carol", "dave")
@@ -57,13 +58,12 @@ class GatewayApp:
             time.sleep(0.2)
 
     def usage_after(self, person: str, requests: int, timeout: float = 10) -> DayUsage:
-        """The person's usage once `requests` of theirs are settled: the gateway settles a request once its last byte
-        is sent, so a client may hold its answer a moment before the ledger does."""
-        deadline = time.monotonic() + timeout
-        while (day := self.usage(person)) is None or day.requests < requests:
-            assert time.monotonic() < deadline, (person, day)
-            time.sleep(0.05)
-        return day
+        """The person's usage once `requests` of theirs are settled."""
+        store = AccountStore.open(self.app.data_dir)
+        try:
+            return settled(UsageLedger(store), person, requests, timeout)
+        finally:
+            store.close()
 
     def set_quota(self, person: str, tokens: int | None) -> None:
         store = AccountStore.open(self.app.data_dir)

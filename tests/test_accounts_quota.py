@@ -22,6 +22,7 @@ from m3ui.conversation import AssistantTurn, Conversation
 from m3ui.conversation.library import new_chat
 from m3ui.conversation.openai_messages import to_openai_messages
 from m3ui.ui.chat.controls import link_runner
+from tests.account_calls import settled
 from tests.sse_replay import ReplayServer, SseReply, chunk
 from tests.test_accounts_usage import ledger, link
 from tests.test_ui_chat_early_start import wait_for
@@ -75,18 +76,6 @@ def test_a_huge_max_tokens_is_capped_at_what_is_left(link, ledger):
     with pytest.raises(QuotaRefused) as refused:  # what is left cannot even hold the prompt now
         ledger.reserve("bob", bound, 100)
     assert refused.value.retry_after_s > 0
-
-
-def settled(ledger, user: str, requests: int, within_s: float = 20.0):
-    """The person's day once `requests` of theirs are settled: a cancelled early request settles in a thread of its
-    own, once the engine has aborted it and its stream has reported what it used."""
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        days = ledger.days(user)
-        if days and days[0].requests >= requests:
-            return days[0]
-        time.sleep(0.05)
-    raise AssertionError(f"{user}'s {requests} requests were not settled within {within_s} s: {ledger.days(user)}")
 
 
 def engine_prompt_tokens(link, question: str = QUESTION) -> int:
