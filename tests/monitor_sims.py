@@ -4,6 +4,7 @@ when read by real torch (independently of m3ui's own reader)."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -44,13 +45,22 @@ def chat(url: str, text: str = "write a poem about the sea", max_tokens: int = 2
 
 
 @contextmanager
-def chatting(url: str, max_tokens: int = 60) -> Iterator[None]:
-    """Two users chatting with the engine at `url` for as long as the block runs."""
+def chatting(url: str, max_tokens: int = 60, ready_timeout: float = 60) -> Iterator[None]:
+    """Two users chatting with the engine at `url` for as long as the block runs, from when it answers /health
+    (a fleet's router comes up after the app does). A chat that fails fails the block, after it."""
+    deadline = time.monotonic() + ready_timeout
+    while not _answers_health(url):
+        assert time.monotonic() < deadline, f"{url} did not answer /health in {ready_timeout:.0f} s"
+        time.sleep(0.2)
     stop = threading.Event()
+    failures: list[BaseException] = []
 
     def keep_chatting(topic: str) -> None:
-        while not stop.is_set():
-            chat(url, topic, max_tokens=max_tokens)
+        try:
+            while not stop.is_set():
+                chat(url, topic, max_tokens=max_tokens)
+        except Exception as exc:  # raised in the test's thread, after the block
+            failures.append(exc)
 
     users = [threading.Thread(target=keep_chatting, args=(topic,), daemon=True)
              for topic in ("write a poem about the sea", "explain how tides work")]
@@ -62,6 +72,15 @@ def chatting(url: str, max_tokens: int = 60) -> Iterator[None]:
         stop.set()
         for user in users:
             user.join(30)
+    if failures:
+        raise failures[0]
+
+
+def _answers_health(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/health", timeout=2, trust_env=False).status_code == 200
+    except httpx.HTTPError:
+        return False
 
 
 def alive(sim: SimProcess) -> bool:
