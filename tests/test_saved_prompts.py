@@ -10,6 +10,8 @@ import pytest
 
 from m3ui.accounts import AccountError, AccountStore
 from m3ui.accounts.saved_prompts import SavedPrompts
+from m3ui.conversation import Conversation
+from m3ui.conversation.library import ChatLibrary
 from m3ui.conversation.saved_prompts import (
     MAX_NAME_CHARS,
     MAX_PROMPTS,
@@ -165,3 +167,18 @@ def _filled(book: PromptBook, count: int) -> PromptBook:
     for n in range(count):
         book = book.saved(f"p{n}", "text")
     return book
+
+
+# --- a chat starts with the prompt picked
+
+
+def test_a_chat_still_empty_takes_the_prompt_and_an_answered_one_keeps_its_own():
+    library = ChatLibrary.fresh()
+    empty = library.active_id
+    library = library.start_new("You are terse.")
+    assert library.active_id == empty and len(library.chats) == 1
+    assert library.active.conversation.system_prompt == "You are terse."
+    answered = library.active.with_conversation(Conversation((), "You are terse.").ask("hi"))
+    library = library.put(answered).start_new("You are a poet.")
+    assert library.active_id != empty and library.active.conversation.system_prompt == "You are a poet."
+    assert next(c for c in library.chats if c.id == empty).conversation.system_prompt == "You are terse."

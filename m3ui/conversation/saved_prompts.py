@@ -69,7 +69,8 @@ class PromptBook:
         found = self.get(self.default) if self.default is not None else None
         return found.text if found is not None else None
 
-    def _require(self, name: object) -> SavedPrompt:
+    def require(self, name: object) -> SavedPrompt:
+        """The prompt of that name, or PromptError (it may have been deleted in another tab or device)."""
         found = self.get(str(name or ""))
         if found is None:
             raise PromptError(f"You have no saved prompt named “{str(name or '')[:MAX_NAME_CHARS]}” (deleted "
@@ -91,13 +92,13 @@ class PromptBook:
         return PromptBook(tuple(sorted((*others, SavedPrompt(name, text)), key=lambda p: _key(p.name))), default)
 
     def without(self, name: object) -> PromptBook:
-        gone = self._require(name)
+        gone = self.require(name)
         return PromptBook(tuple(p for p in self.prompts if p is not gone),
                           None if self.default == gone.name else self.default)
 
     def with_default(self, name: object | None) -> PromptBook:
         """`name` is the prompt New chat starts with (None: none is)."""
-        return replace(self, default=None if name is None else self._require(name).name)
+        return replace(self, default=None if name is None else self.require(name).name)
 
     def record(self) -> dict[str, object]:
         """As the browser stores it (json.dumps-able)."""
