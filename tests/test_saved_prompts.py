@@ -1,13 +1,16 @@
-"""Saved system prompts: the book's rules (names, bounds, duplicates, the default, what a browser sends back) and
+"""Saved system prompts: the book's rules (names, bounds, duplicates, the default, what a browser sends back),
 their store in the accounts database, per person (add, list, replace, delete, kept across a reopen, one person's
-never another's)."""
+never another's), how a chat starts with one, and no function of the app reaching another person's."""
 
 from __future__ import annotations
 
+import inspect
 import threading
 
+import gradio as gr
 import pytest
 
+from m3ui.access import AccessPolicy
 from m3ui.accounts import AccountError, AccountStore
 from m3ui.accounts.saved_prompts import SavedPrompts
 from m3ui.conversation import Conversation
@@ -20,6 +23,11 @@ from m3ui.conversation.saved_prompts import (
     PromptError,
     SavedPrompt,
 )
+from m3ui.services import AppServices
+from m3ui.ui.app_view import build_main_app
+from tests.test_chat_server_library import as_user
+
+SECRET = "bobs-secret-prompt"
 
 
 @pytest.fixture
@@ -182,3 +190,42 @@ def test_a_chat_still_empty_takes_the_prompt_and_an_answered_one_keeps_its_own()
     library = library.put(answered).start_new("You are a poet.")
     assert library.active_id != empty and library.active.conversation.system_prompt == "You are a poet."
     assert next(c for c in library.chats if c.id == empty).conversation.system_prompt == "You are terse."
+
+
+# --- every function of the app, as another person
+
+
+def test_no_function_of_the_app_shows_or_changes_another_persons_prompts(tmp_path):
+    """Every function of the main app, called as carol with bob's prompt's name (and a book naming it) in every
+    input: the person is the request's login, never a value the page sends."""
+    accounts = AccountStore.open(tmp_path / "data")
+    accounts.add("bob", "bobs-password")
+    accounts.add("carol", "carols-password")
+    services = AppServices.create(tmp_path / "data", AccessPolicy.from_env("0.0.0.0", None, accounts=accounts))
+    try:
+        demo = build_main_app(services)
+        prompts = SavedPrompts(accounts)
+        prompts.change("bob", lambda book: book.saved("Plan", SECRET).with_default("Plan"))
+        before = prompts.book("bob")
+        values = {"str": "Plan", "bool": True,
+                  "dict": {"prompts": [{"name": "Plan", "text": "carol's"}], "default": "Plan"}}
+        tried = 0
+        for fn in demo.fns.values():
+            if fn.fn is None:
+                continue
+            for kind in values:
+                args = [None if isinstance(block, gr.State) else values[kind] for block in fn.inputs]
+                request = as_user("carol")
+                try:
+                    takes_request = "request" in inspect.signature(fn.fn).parameters
+                    result = fn.fn(*args, request=request) if takes_request else fn.fn(*args)
+                    outputs = list(result) if hasattr(result, "__next__") else [result]
+                except Exception:  # refused or unusable input: what matters is what reached bob's prompts
+                    outputs = []
+                tried += 1
+                assert SECRET not in repr(outputs), fn.name
+        assert tried >= 3 * 40
+        assert prompts.book("bob") == before
+        assert SECRET not in repr(prompts.book("carol"))
+    finally:
+        services.close()
