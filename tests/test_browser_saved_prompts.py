@@ -2,7 +2,8 @@
 that records what the engine is sent): alice saves a prompt, starts a new chat, picks it and asks; the engine
 receives it as the system message, a reload keeps it, a pick in an answered chat opens a new one, and her
 default starts New chat with it; bob sees none of hers, and his own of the same name leaves hers as it was.
-Without accounts: saved and picked in the browser's storage, and still there after a reload."""
+Without accounts: saved and picked in the browser's storage, still there after a reload, and a prompt another tab
+saved is listed as the picker opens."""
 
 from __future__ import annotations
 
@@ -180,3 +181,15 @@ def test_without_accounts_prompts_are_kept_in_the_browser_picked_and_still_there
     wait_picked(page, "None")
     assert choices(page) == ["None", "Coder"]
     assert box(page) == "You answer in verse.", "a deleted prompt leaves the chat's system prompt as it was"
+
+
+def test_the_picker_lists_a_prompt_another_tab_saved_as_it_opens(page):
+    wait_chats_loaded(page)
+    other = page.context.new_page()
+    other.goto(page.url)
+    ready(other)
+    save_prompt(other, "Haiku", "You answer in haiku.")
+    other.close()
+    assert choices(page) == ["None", "Haiku"]
+    pick(page, "Haiku")
+    wait_box(page, "You answer in haiku.")

@@ -204,7 +204,10 @@ def wire_saved_prompts(view: PromptsView, prompts: SavedPromptsController, slots
     """Its events, and New chat's (which starts with the default prompt)."""
     read: dict[str, Any] = {"js": READ_JS} if prompts.keeper.in_browser else {}
     instant: dict[str, Any] = {"queue": False, "show_progress": "hidden"}
-    page.load(prompts.load, [view.book], [view.book, view.pick], **read, **instant)
+    # The person's prompts when the page loads, and again as the picker opens (another tab or device may have
+    # saved one since)
+    for opened in (page.load, view.pick.focus):
+        opened(prompts.load, [view.book], [view.book, view.pick], **read, **instant)
     if prompts.keeper.in_browser:
         view.book.change(None, [view.book], None, js=WRITE_JS)
     for changed in (view.book.change, system_prompt.change):  # page-side only: no call to the server

@@ -271,6 +271,7 @@ def _wire(ui: ChatTabUI, chat: ChatController, live_slots: LiveSlots, page: gr.B
     ui.delete_exchange.click(inputs=[ui.library, ui.selected], **slots.keyed(chat.delete_exchange, SLOTS), **quick)
     ui.version_prev.click(inputs=[ui.library], **slots.keyed(chat.previous_version, SLOTS), **quick)
     ui.version_next.click(inputs=[ui.library], **slots.keyed(chat.next_version, SLOTS), **quick)
+    # (New chat is wired there: it starts with the person's default saved prompt, when there is one)
     wire_saved_prompts(ui.prompts, prompts, slots, ui.library, ui.system_prompt, ui.new_chat, page, quick)
     ui.chat_picker.input(inputs=[ui.library, ui.chat_picker], **slots.keyed(chat.switch, SLOTS), preprocess=False,
                          **quick)
