@@ -1,7 +1,7 @@
 """A network fault injector for the monitor tests: an HTTP proxy on 127.0.0.1 in front of a real engine (the
-simulated one). It forwards every request, records which paths were asked for, and can delay the answers of
-chosen paths or answer them itself (a worker whose answers stop parsing; "*": every path not named). Closing it
-is an engine that went away; a new one on the same port is the engine coming back.
+simulated one). It forwards every request, records which paths were asked for (and what was sent), and can delay
+the answers of chosen paths or answer them itself (a worker whose answers stop parsing; "*": every path not
+named). Closing it is an engine that went away; a new one on the same port is the engine coming back.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ class FaultProxy:
         self.delay_s: dict[str, float] = {}  # path -> seconds to wait before forwarding
         self.answers: dict[str, tuple[int, bytes]] = {}  # path (or "*") -> the status and HTML body sent instead
         self.hits: list[tuple[str, str]] = []  # (method, path), in order
+        self.bodies: list[tuple[str, bytes]] = []  # (path, request body) of each request forwarded, in order
         self._lock = threading.Lock()
         self._closed = threading.Event()
         self._client = httpx.Client(base_url=self.upstream, timeout=60, trust_env=False)
@@ -66,6 +67,8 @@ class FaultProxy:
             return
         length = int(handler.headers.get("Content-Length") or 0)
         body = handler.rfile.read(length) if length else b""
+        with self._lock:
+            self.bodies.append((path, body))
         headers = {k: v for k, v in handler.headers.items() if k.lower() not in _HOP_HEADERS}
         if self._closed.is_set():
             return  # the connection closes unanswered, as with an engine that went away

@@ -61,4 +61,14 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX sessions_user ON sessions (user, app)",
     ),
+    (  # 6: saved system prompts per user (m3ui/accounts/saved_prompts.py); names are case-insensitive
+        """CREATE TABLE saved_prompts (
+            user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+            name TEXT NOT NULL COLLATE NOCASE,
+            text TEXT NOT NULL,
+            is_default INTEGER NOT NULL DEFAULT 0,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (user_id, name)
+        )""",
+    ),
 )

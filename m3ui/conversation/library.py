@@ -324,9 +324,11 @@ class ChatLibrary:
         return replace(self.put(chat), undo=Undo(label, self.active))
 
     def start_new(self, system_prompt: str = "") -> ChatLibrary:
-        """Reuse the active chat when it is still empty, else add an empty one."""
+        """A chat that starts with `system_prompt`: the active one while it is still empty, else a new empty one."""
         if not self.active.conversation.turns:
-            return self
+            if self.active.conversation.system_prompt == system_prompt:
+                return self
+            return self.put(self.active.with_conversation(Conversation((), system_prompt)))
         return self.put(new_chat(system_prompt))
 
     def switch(self, chat_id: str) -> ChatLibrary:

@@ -14,6 +14,7 @@ from typing import Any
 
 import gradio as gr
 
+from m3ui.accounts.saved_prompts import SavedPrompts
 from m3ui.accounts.server_chats import ServerChats
 from m3ui.client import GenerationSettings
 from m3ui.client.settings import GREEDY_TEMPERATURE, MAX_STALL_SECONDS, MIN_STALL_SECONDS
@@ -25,6 +26,13 @@ from m3ui.ui.chat.controller import FORM, LIST_LABEL, ChatController
 from m3ui.ui.chat.controls import CHAT_BOX_HEIGHT, STREAMING_LISTENER, chat_runner, thinking_mode_radio
 from m3ui.ui.chat.following import FOLLOWED
 from m3ui.ui.chat.live_view import OPEN_JS, LivePage, LiveSlots, build_live_slots
+from m3ui.ui.chat.saved_prompts import (
+    BrowserPrompts,
+    PromptsView,
+    SavedPromptsController,
+    ServerPrompts,
+    wire_saved_prompts,
+)
 from m3ui.ui.chat.server_library import ServerLibrary
 from m3ui.ui.chat.view_slots import SLOTS, Slots
 
@@ -115,6 +123,7 @@ class ChatTabUI:
     tools: gr.Checkbox
     following: gr.State  # an answer's stream hands this to `finish` (m3ui.ui.chat.following)
     attachments: AttachmentsView | None = None
+    prompts: PromptsView | None = None  # the saved system prompts (m3ui.ui.chat.saved_prompts)
 
     @property
     def slots(self) -> Slots:
@@ -127,8 +136,8 @@ class ChatTabUI:
 
 
 def build_chat_tab(services: AppServices, page: gr.Blocks) -> ChatTabUI:
-    """With a login and accounts, the chats are kept on the server per person (m3ui.ui.chat.server_library);
-    otherwise in the browser's storage."""
+    """With a login and accounts, the chats and saved prompts are kept on the server per person
+    (m3ui.ui.chat.server_library, m3ui.ui.chat.saved_prompts); otherwise in the browser's storage."""
     accounts = services.policy.accounts if services.policy.chat_login else None
     server = ServerLibrary(ServerChats(accounts)) if accounts is not None else None
     placeholder = gr.Column() if server is not None else None  # the import offer goes first, built once ui exists
@@ -136,10 +145,11 @@ def build_chat_tab(services: AppServices, page: gr.Blocks) -> ChatTabUI:
     chat = ChatController(chat_runner(services), server, LivePage(services.live_feeds, ui.chatbot,
                                                                  lambda *who: services.live_holder(*who)))
     services.send_early = chat.send_early
-    assert ui.attachments is not None
+    assert ui.attachments is not None and ui.prompts is not None
     attach = wire_attachments(ui.attachments, services, server is None, ui.library, ui.system_prompt, ui.max_tokens,
                               ui.message)
-    _wire(ui, chat, build_live_slots(ui.chatbot, page), page, attach)
+    keeper = ServerPrompts(SavedPrompts(accounts)) if accounts is not None else BrowserPrompts()
+    _wire(ui, chat, build_live_slots(ui.chatbot, page), page, attach, SavedPromptsController(keeper, chat, ui.prompts))
     if server is not None and placeholder is not None:
         with placeholder:
             build_import_offer(server, ui.library, ui.browser, ui.slots.keyed(chat.sync, SLOTS), page)
@@ -214,18 +224,19 @@ def _layout(legacy_key: str | None) -> ChatTabUI:
                 keep_reasoning = gr.Checkbox(False, label="Send earlier reasoning back", info=KEEP_REASONING_INFO)
             system_prompt = gr.Textbox(label="System prompt", lines=3, max_lines=12, placeholder="Optional",
                                        elem_id="m3-system-prompt")
+            prompts = PromptsView.build()
     return ChatTabUI(library, outbox, browser, legacy, sync, drawer, new_chat, search, chat_picker, title, rename,
                      delete, export_md, export_json, download, undo, chatbot, selected, message_actions, selected_label,
                      versions, version_label, version_prev, version_next, message_times,
                      retry_from, delete_exchange, message, send, stop, regenerate, continue_answer, clear,
                      thinking_mode, temperature, top_p, max_tokens, stall_seconds, greedy, defaults, keep_reasoning,
-                     system_prompt, tools, gr.State(None), attachments)
+                     system_prompt, tools, gr.State(None), attachments, prompts)
 
 
 def _wire(ui: ChatTabUI, chat: ChatController, live_slots: LiveSlots, page: gr.Blocks,
-          attach: AttachmentsController) -> None:
+          attach: AttachmentsController, prompts: SavedPromptsController) -> None:
     """Every handler returns its values keyed by slot name (m3ui.ui.chat.view_slots): outputs in any order."""
-    assert ui.attachments is not None  # built with the tab (build_chat_tab)
+    assert ui.attachments is not None and ui.prompts is not None  # built with the tab (build_chat_tab)
     slots = ui.slots
     # The library's own actions take turns (they are quick): a sync computed from the library as it was before a
     # concurrent switch or rename would otherwise undo it on the page.
@@ -260,7 +271,8 @@ def _wire(ui: ChatTabUI, chat: ChatController, live_slots: LiveSlots, page: gr.B
     ui.delete_exchange.click(inputs=[ui.library, ui.selected], **slots.keyed(chat.delete_exchange, SLOTS), **quick)
     ui.version_prev.click(inputs=[ui.library], **slots.keyed(chat.previous_version, SLOTS), **quick)
     ui.version_next.click(inputs=[ui.library], **slots.keyed(chat.next_version, SLOTS), **quick)
-    ui.new_chat.click(inputs=[ui.library, ui.system_prompt], **slots.keyed(chat.new_chat, SLOTS), **quick)
+    # (New chat is wired there: it starts with the person's default saved prompt, when there is one)
+    wire_saved_prompts(ui.prompts, prompts, slots, ui.library, ui.system_prompt, ui.new_chat, page, quick)
     ui.chat_picker.input(inputs=[ui.library, ui.chat_picker], **slots.keyed(chat.switch, SLOTS), preprocess=False,
                          **quick)
     ui.search.change(inputs=[ui.library, ui.search], **slots.keyed(chat.search, SLOTS), **quick)
