@@ -127,6 +127,13 @@ def test_add_list_replace_and_delete_are_kept_in_the_database(store, tmp_path):
     assert again.book("bob").default == "coder" and again.book("bob").default_text == "You review code."
 
 
+def test_a_name_whose_case_changes_beyond_ascii_stays_one_prompt(store):
+    """SQLite's NOCASE folds ASCII only: "Ärztin" written as "ärztin" must replace the row, not add one."""
+    store.change("bob", save("Ärztin", "You answer as a doctor."))
+    store.change("bob", save("ärztin", "You answer as a nurse.", replacing="Ärztin"))
+    assert store.book("bob") == PromptBook((SavedPrompt("ärztin", "You answer as a nurse."),))
+
+
 def test_a_refused_change_changes_nothing(store):
     store.change("bob", save("Coder", "a"))
     with pytest.raises(PromptError, match="already"):

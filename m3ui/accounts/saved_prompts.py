@@ -42,9 +42,9 @@ class SavedPrompts:
         with self.db.transaction() as conn:
             before = _book(conn.execute(_SELECT, (user_id,)).fetchall())
             after = edit(before)
-            kept = {p.name.casefold() for p in after.prompts}
-            for gone in before.prompts:
-                if gone.name.casefold() not in kept:
+            kept = {p.name for p in after.prompts}  # exact: a name whose case changed is deleted, then written
+            for gone in before.prompts:  # (SQLite's NOCASE folds ASCII only, the book folds all of Unicode)
+                if gone.name not in kept:
                     conn.execute("DELETE FROM saved_prompts WHERE user_id = ? AND name = ?", (user_id, gone.name))
             for prompt in after.prompts:
                 if prompt not in before.prompts:  # new, or its text or the case of its name changed

@@ -36,9 +36,9 @@ from m3ui.ui.chat.saved_prompts import (
 from m3ui.ui.chat.server_library import ServerLibrary
 from m3ui.ui.chat.view_slots import SLOTS, Slots
 
-PLACEHOLDER = ("**Chat with MiniMax-M3**\n\nPick a thinking mode under *Thinking mode* in the settings. The reasoning "
-               "streams into a block that folds away when the answer starts; each answer shows its timing and token "
-               "counts.")
+PLACEHOLDER = ("**Chat with MiniMax-M3**\n\nPick a thinking mode under *Thinking mode*, and a saved system prompt "
+               "under *Saved prompts*, in the settings. The reasoning streams into a block that folds away when the "
+               "answer starts; each answer shows its timing and token counts.")
 HINT = ("✎ on a question edits it and sends it again: the answers after it are replaced (Undo brings them back). "
         "Click a message to retry or remove it. Esc stops an answer; Enter while one streams queues your message. "
         "? lists the keyboard shortcuts.")
