@@ -201,24 +201,27 @@ class SavedPromptsController:
 
 def wire_saved_prompts(view: PromptsView, prompts: SavedPromptsController, slots: Slots, library: gr.State,
                        system_prompt: gr.Textbox, new_chat: gr.Button, page: gr.Blocks, quick: dict[str, Any]) -> None:
-    """Its events, and New chat's (which starts with the default prompt)."""
+    """Its events, and New chat's (which starts with the default prompt). Each is named `prompts_*` in the API:
+    Gradio names an event after its function, first come first named, and the chat's /load and /delete stay the
+    chat's."""
     read: dict[str, Any] = {"js": READ_JS} if prompts.keeper.in_browser else {}
     instant: dict[str, Any] = {"queue": False, "show_progress": "hidden"}
     # The person's prompts when the page loads, and again as the picker opens (another tab or device may have
     # saved one since)
-    for opened in (page.load, view.pick.focus):
-        opened(prompts.load, [view.book], [view.book, view.pick], **read, **instant)
+    for opened, name in ((page.load, "prompts_load"), (view.pick.focus, "prompts_reload")):
+        opened(prompts.load, [view.book], [view.book, view.pick], api_name=name, **read, **instant)
     if prompts.keeper.in_browser:
         view.book.change(None, [view.book], None, js=WRITE_JS)
     for changed in (view.book.change, system_prompt.change):  # page-side only: no call to the server
         changed(None, [system_prompt, view.book], [view.pick, view.default], js=MATCH_JS)
     view.pick.change(None, [view.pick, view.book], [view.default], js=DEFAULT_JS)
     view.pick.select(inputs=[library, view.pick, view.book], **slots.keyed(prompts.pick, SLOTS), preprocess=False,
-                    **read, **quick)
+                     api_name="prompts_pick", **read, **quick)
     new_chat.click(inputs=[library, system_prompt, view.book], **slots.keyed(prompts.new_chat, SLOTS), **read,
                    **quick)
     gr.on([view.save.click, view.name.submit], prompts.save, [view.name, system_prompt, view.pick, view.book],
-          [view.book, view.pick, view.name], **read, **quick)
-    view.delete.click(prompts.delete, [view.pick, view.book], [view.book, view.pick], **read, **quick)
-    view.default.input(prompts.set_default, [view.pick, view.default, view.book], [view.book, view.default], **read,
-                       **quick)
+          [view.book, view.pick, view.name], api_name="prompts_save", **read, **quick)
+    view.delete.click(prompts.delete, [view.pick, view.book], [view.book, view.pick], api_name="prompts_delete",
+                      **read, **quick)
+    view.default.input(prompts.set_default, [view.pick, view.default, view.book], [view.book, view.default],
+                       api_name="prompts_default", **read, **quick)
