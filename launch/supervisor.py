@@ -483,7 +483,8 @@ class Supervisor:
 
     @property
     def state(self) -> EngineState:
-        return self._state
+        with self._lock:  # a state and what comes with it (a failure's planned restart) are seen together
+            return self._state
 
     def wait_ready(self, timeout: float) -> bool:
         """Block until ready (True), or failed/stopped/timed out (False)."""

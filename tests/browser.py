@@ -99,13 +99,26 @@ def browser_contexts() -> Iterator[Browser]:
                 context.close()
 
 
-def open_tab(page: Page, name: str) -> None:
-    """Click a tab; on a narrow screen Gradio moves the last tabs into its "More tabs" menu."""
+def open_tab(page: Page, name: str, attempts: int = 5) -> None:
+    """Click a tab; on a narrow screen Gradio moves the last tabs into its "More tabs" menu. Gradio measures the
+    tabs again when the page's size changes (a full-page screenshot resizes it for a moment) and closes that menu:
+    it is opened again until the tab is clicked."""
     tab = page.get_by_role("tab", name=name)
-    if not tab.count():
-        page.get_by_role("button", name="More tabs").click()
-        tab = page.locator(".overflow-dropdown button", has_text=name)
-    tab.click()
+    if tab.count():
+        tab.click()
+        return
+    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
+    item = page.locator(".overflow-dropdown button", has_text=name)
+    for attempt in range(attempts):
+        if not item.is_visible():
+            page.get_by_role("button", name="More tabs").click()
+        try:
+            item.click(timeout=5_000)
+            return
+        except PlaywrightTimeoutError:
+            if attempt == attempts - 1:
+                raise
 
 
 def sign_in(page: Page, url: str, person: tuple[str, ...]) -> None:
