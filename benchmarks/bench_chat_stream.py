@@ -78,6 +78,7 @@ FAIRNESS_TARGET = 0.50  # slowest of 64 sessions' tok/s / the median session's
 # chunks and text 0.08-0.16 ms, 82-92%, +88-122 ms; before the paced reads 0.37-0.51 ms.
 IDLE_WINDOW_S = SamplerConfig.expert_dump_every_s  # a whole cycle of the monitor's periodic work
 TIMEOUT_S = 120.0
+ROUND_ATTEMPTS = 3  # a concurrency round with a failed session (a busy host dropped a connection) is taken again
 
 # Notes in the page when the answer's text first appears and when its last token is on screen. The answer is
 # what follows the question in the chat (Gradio may re-create the elements of earlier messages at any update).
@@ -416,13 +417,25 @@ def measure_concurrency(app_url: str, app: psutil.Process, engine_url: str, sess
     streamed: list[Session | None] = []
     cpu_s = elapsed = 0.0
     for round_ in range(rounds):
-        direct += at_once(sessions, lambda _: (direct_stream(client, prompt).tokens, time.monotonic()))
-        spy = start_profile(app.pid, profile) if profile and round_ == 0 else None
-        cpu_before, started = cpu_seconds([app]), time.monotonic()
-        streamed += at_once(sessions, lambda i: ui.ask(i, prompt))
-        cpu_s, elapsed = cpu_s + cpu_seconds([app]) - cpu_before, elapsed + time.monotonic() - started
-        if spy is not None:
-            stop_profile(spy, profile)  # type: ignore[arg-type]
+        for attempt in range(1, ROUND_ATTEMPTS + 1):  # a round counts only whole: a failed session's tokens
+            # missing from one side would tilt the ratio
+            direct_round = at_once(sessions, lambda _: (direct_stream(client, prompt).tokens, time.monotonic()))
+            spy = start_profile(app.pid, profile) if profile and round_ == 0 and attempt == 1 else None
+            cpu_before, started = cpu_seconds([app]), time.monotonic()
+            ui_round = at_once(sessions, lambda i: ui.ask(i, prompt))
+            round_cpu, round_s = cpu_seconds([app]) - cpu_before, time.monotonic() - started
+            if spy is not None:
+                stop_profile(spy, profile)  # type: ignore[arg-type]
+            failed = direct_round.count(None) + ui_round.count(None)
+            if not failed:
+                break
+            print(f"round {round_ + 1}: {failed} session(s) failed (direct {direct_round.count(None)}, UI "
+                  f"{ui_round.count(None)}); taken again", file=sys.stderr)
+        else:
+            raise RuntimeError(f"every try of round {round_ + 1} had a failed session")
+        direct += direct_round
+        streamed += ui_round
+        cpu_s, elapsed = cpu_s + round_cpu, elapsed + round_s
     tokens = sum(s.tokens for s in streamed if s is not None)
     return ConcurrencyFigures(total_rate(direct, rounds), total_rate(streamed, rounds),
                               (cpu_s - idle_rate * elapsed) * 1000 / tokens, cpu_s * 1000 / tokens, idle_rate * 100,
